@@ -1,0 +1,89 @@
+// typeshard/kernels/gemm.hpp: the per-shard GEMM every device runs.
+//
+//   kernels::gemm<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate = false)
+//
+// Row-major C[m x n] = A[m x k] . B[k x n]; with accumulate, C += A . B. T is float or double.
+// lda, ldb, ldc are row strides in elements (lda >= k, ldb >= n, ldc >= n).
+//
+// With TYPESHARD_HAVE_CBLAS (set by the CMake target typeshard::blas) this calls
+// cblas_sgemm / cblas_dgemm; otherwise the portable blocked kernel of gemm_blocked.hpp.
+//
+// Threads: the mesh is the parallelism. Each simulated device already runs on its own
+// thread, so the BLAS must not start threads of its own (2 devices x N BLAS threads on 2
+// cores would oversubscribe). typeshard::blas prefers the serial OpenBLAS build; when the
+// pthread build is linked (TYPESHARD_HAVE_OPENBLAS without TYPESHARD_OPENBLAS_SERIAL), the
+// first gemm call sets OpenBLAS's process-wide thread count to 1, once. The trade-off: a
+// program that also calls BLAS itself outside typeshard gets single-threaded BLAS too; if it
+// raises the count (openblas_set_num_threads), it must set it back to 1 before running
+// sharded ops (benchmarks/matmul.cpp does exactly that around its 2-thread baseline).
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "gemm_blocked.hpp"
+
+#if defined(TYPESHARD_HAVE_CBLAS)
+#include <climits>
+// OpenBLAS's cblas.h uses C99 _Complex, which -Wpedantic rejects in C++ when the header is
+// not on a system include path (CMake's imported target makes it one; a hand build may not).
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+#include <cblas.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#if defined(TYPESHARD_HAVE_OPENBLAS) && !defined(TYPESHARD_OPENBLAS_SERIAL)
+#include <mutex>
+#endif
+#endif
+
+namespace typeshard::kernels {
+
+#if defined(TYPESHARD_HAVE_CBLAS)
+namespace detail {
+// One-time: OpenBLAS single-threaded inside each device (see the header comment).
+inline void blas_single_threaded_once() {
+#if defined(TYPESHARD_HAVE_OPENBLAS) && !defined(TYPESHARD_OPENBLAS_SERIAL)
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+#endif
+}
+}  // namespace detail
+#endif
+
+template <class T>
+void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda, const T* b,
+          std::size_t ldb, T* c, std::size_t ldc, bool accumulate = false) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "typeshard: kernels::gemm supports float and double; convert the operands "
+                "or write a per-shard kernel with shard_map");
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C = 0, or C unchanged when accumulating
+    if (!accumulate)
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
+    return;
+  }
+#if defined(TYPESHARD_HAVE_CBLAS)
+  // CBLAS takes int sizes; beyond that (never for a per-shard block in practice) fall back.
+  constexpr std::size_t int_max = static_cast<std::size_t>(INT_MAX);
+  if (m <= int_max && n <= int_max && k <= int_max && lda <= int_max && ldb <= int_max &&
+      ldc <= int_max) {
+    detail::blas_single_threaded_once();
+    const T beta = accumulate ? T(1) : T(0);
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, a,
+                  int(lda), b, int(ldb), beta, c, int(ldc));
+    else
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0, a,
+                  int(lda), b, int(ldb), beta, c, int(ldc));
+    return;
+  }
+#endif
+  gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+}  // namespace typeshard::kernels
