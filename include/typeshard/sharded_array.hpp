@@ -86,6 +86,17 @@ class sharded_array {
       throw usage_error("typeshard: internal: expected one buffer per mesh position");
   }
 
+  // Shares the shards of another array with the same layout on the same device mesh (for
+  // operations that change only the type, such as a reshard that moves nothing).
+  sharded_array(adopt_shards_t, const typeshard::device_mesh<Mesh>& m, const shape_type& extents,
+                std::shared_ptr<const std::vector<detail::buffer<T>>> shards)
+      : mesh_(m), extents_(extents), shards_(std::move(shards)) {
+    check_static_extents(extents);
+  }
+  const std::shared_ptr<const std::vector<detail::buffer<T>>>& shared_shards() const {
+    return shards_;
+  }
+
   const typeshard::device_mesh<Mesh>& device_mesh() const { return mesh_; }
   const shape_type& extents() const { return extents_; }
   std::size_t extent(std::size_t d) const { return extents_[d]; }

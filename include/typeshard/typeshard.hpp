@@ -15,6 +15,8 @@
 #include "host_tensor.hpp"
 #include "layout.hpp"
 #include "mesh.hpp"
+#include "reshard.hpp"
+#include "reshard_plan.hpp"
 #include "sharded_array.hpp"
 #include "spec.hpp"
 #include "unreduced.hpp"

@@ -3,12 +3,25 @@
 // A backend owns devices and runs per-device functions on them. typeshard's runtime
 // (device_put, elementwise ops, collectives, matmul) talks only to this interface, so
 // the same program runs on the thread pool (cpu_devices) or on MPI ranks.
+//
+// Collectives are virtual primitives on raw buffers, called from inside a per-device
+// function (a run() body) by every member of a group, in the same order (SPMD, as MPI
+// requires). Each maps onto one MPI call on a per-group communicator (MPI_Comm_split):
+//   all_gather      MPI_Allgather(v)            tiled: rows of per-member pieces
+//   reduce_scatter  MPI_Reduce_scatter(_block)  the same layout, reduced
+//   all_reduce      MPI_Allreduce
+//   all_to_all      MPI_Alltoall                pieces as MPI_Type_vector, resized
+//   permute         MPI_Sendrecv                MPI_PROC_NULL where there is no peer
+// Backends move and reduce bytes; they know nothing of arrays, specs or matmul.
 #pragma once
 
+#include <complex>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "../detail/function_ref.hpp"
 
@@ -36,6 +49,75 @@ struct device {
   friend bool operator==(const device&, const device&) = default;
 };
 
+// element_kind / element_type: what a collective's buffer holds, so that a backend can
+// reduce it and MPI can name it. `opaque` (any other trivially copyable type) can be moved
+// (gathered, exchanged, permuted) but not reduced.
+enum class element_kind : unsigned char {
+  int8, uint8, int16, uint16, int32, uint32, int64, uint64,
+  float32, float64, complex64, complex128, opaque
+};
+
+struct element_type {
+  element_kind kind = element_kind::opaque;
+  std::size_t size = 1;  // bytes per element
+  friend constexpr bool operator==(const element_type&, const element_type&) = default;
+};
+
+namespace detail {
+template <class T>
+constexpr element_kind element_kind_of() {
+  if constexpr (std::is_same_v<T, float>) return element_kind::float32;
+  else if constexpr (std::is_same_v<T, double>) return element_kind::float64;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return element_kind::complex64;
+  else if constexpr (std::is_same_v<T, std::complex<double>>) return element_kind::complex128;
+  else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    constexpr bool s = std::is_signed_v<T>;
+    if constexpr (sizeof(T) == 1) return s ? element_kind::int8 : element_kind::uint8;
+    else if constexpr (sizeof(T) == 2) return s ? element_kind::int16 : element_kind::uint16;
+    else if constexpr (sizeof(T) == 4) return s ? element_kind::int32 : element_kind::uint32;
+    else if constexpr (sizeof(T) == 8) return s ? element_kind::int64 : element_kind::uint64;
+    else return element_kind::opaque;
+  } else {
+    return element_kind::opaque;
+  }
+}
+}  // namespace detail
+
+// element_type_of<T>: the tag a collective on T passes to the backend.
+template <class T>
+inline constexpr element_type element_type_of{detail::element_kind_of<T>(), sizeof(T)};
+
+// reduce_op: how all_reduce and reduce_scatter combine the members' values. Sums run in
+// group-rank order on every backend that can (the thread pool always does), so results
+// are reproducible.
+enum class reduce_op : unsigned char { sum, max, min };
+
+// collective_group: the devices one collective runs over, backend-neutrally. members are
+// indices into the device list of the current run() (the i of body(i)), in group-rank
+// order; members[rank] is the calling device. Groups of one call partition the devices
+// that take part (for a mesh axis: the devices that share every other coordinate).
+struct collective_group {
+  std::span<const std::size_t> members;
+  std::size_t rank = 0;
+
+  std::size_t size() const { return members.size(); }
+};
+
+// strided_pieces: where each member's piece lies in an all_to_all buffer: `rows` runs of
+// `run` elements, `stride` elements apart; member j's piece starts at j * member_stride.
+// (An MPI backend builds MPI_Type_vector(rows, run, stride), resized to member_stride.)
+struct strided_pieces {
+  std::size_t rows = 1;
+  std::size_t run = 0;
+  std::size_t stride = 0;
+  std::size_t member_stride = 0;
+
+  std::size_t elements() const { return rows * run; }
+};
+
+// The "no peer" value of permute's send_to / recv_from (MPI_PROC_NULL).
+inline constexpr std::size_t no_peer = static_cast<std::size_t>(-1);
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -59,6 +141,41 @@ class backend {
   // device_error that names the device. Not callable from inside a body (usage_error).
   virtual void run(std::span<const device_id> devices,
                    detail::function_ref<void(std::size_t)> body) = 0;
+
+  // ---- collectives: called inside a run() body by every member of `g` ------------------
+  // Buffers are in elements of `t`; counts[j] is member j's piece per row. A backend may
+  // throw usage_error for calls the members disagree on; if any member throws, the run
+  // releases the others (collective_aborted) as for any exception.
+
+  // all_gather: send is [rows][counts[rank]]; recv is [rows][sum(counts)], row r holding
+  // every member's row r in rank order (the tiled all_gather along one dimension).
+  virtual void all_gather(const collective_group& g, element_type t, const void* send,
+                          void* recv, std::size_t rows, std::span<const std::size_t> counts) = 0;
+
+  // reduce_scatter: send is [rows][sum(counts)]; recv is [rows][counts[rank]], the
+  // reduction over members of this member's columns (tiled psum_scatter). No aliasing.
+  virtual void reduce_scatter(const collective_group& g, element_type t, reduce_op op,
+                              const void* send, void* recv, std::size_t rows,
+                              std::span<const std::size_t> counts) = 0;
+
+  // all_reduce: recv[i] = reduction over members of send[i], i < count. send == recv is
+  // allowed (in place); every member gets bitwise the same result.
+  virtual void all_reduce(const collective_group& g, element_type t, reduce_op op,
+                          const void* send, void* recv, std::size_t count) = 0;
+
+  // all_to_all: member j's piece of send (by send_pieces) goes to member j, which stores
+  // the piece from member i at piece i of its recv (by recv_pieces). Pieces have equal
+  // element counts in both layouts, copied in row-major order. No aliasing.
+  virtual void all_to_all(const collective_group& g, element_type t, const void* send,
+                          void* recv, const strided_pieces& send_pieces,
+                          const strided_pieces& recv_pieces) = 0;
+
+  // permute: send send_count elements to member send_to and receive recv_count from member
+  // recv_from (either may be no_peer; the counts of a sender and its receiver must agree);
+  // without a source recv is zero-filled, as JAX's ppermute does. No aliasing.
+  virtual void permute(const collective_group& g, element_type t, const void* send,
+                       std::size_t send_count, std::size_t send_to, void* recv,
+                       std::size_t recv_count, std::size_t recv_from) = 0;
 };
 
 }  // namespace typeshard

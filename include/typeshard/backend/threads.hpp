@@ -6,12 +6,24 @@
 // Each device is one thread that lives as long as the cpu_devices object, so a shard's
 // memory is first touched, and then always computed on, by the same thread. N may exceed
 // the number of cores: devices wait on condition variables, never spin.
+//
+// Collectives exchange buffers in place through shared memory: every member publishes its
+// buffer pointers, one barrier, each member does its share of the copying or reducing
+// straight between the members' buffers (no staging copies), one barrier so no buffer is
+// released while a peer still reads it. Reductions are split: in all_reduce member r
+// reduces slice r of every member's input and writes the result into every member's
+// output; in reduce_scatter member r reduces only its own piece.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
+#include <initializer_list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -21,6 +33,7 @@
 
 #include "../detail/barrier.hpp"
 #include "../detail/function_ref.hpp"
+#include "../detail/reduce_kernels.hpp"
 #include "../errors.hpp"
 #include "backend.hpp"
 
@@ -28,15 +41,63 @@ namespace typeshard {
 
 namespace detail {
 
-// The shared state of one multi-device operation on the thread pool: the participants'
-// barrier and one pointer slot each, through which collectives exchange buffers in place.
-struct thread_run {
-  explicit thread_run(std::span<const device_id> devs)
-      : devices(devs), barrier(devs.size()), slots(devs.size(), nullptr) {}
+// The rendezvous of one collective group within a run: its members' barrier and what
+// each member passed to the current collective.
+struct thread_group {
+  struct call {
+    const void* send = nullptr;
+    void* recv = nullptr;
+    std::uint64_t signature = 0;  // the arguments every member must agree on, hashed
+    std::size_t peer = 0;         // permute: the member this one sends to
+    std::size_t count = 0;        // permute: how many elements it sends
+  };
+
+  explicit thread_group(std::size_t members) : barrier(members), calls(members) {}
+
+  abortable_barrier barrier;
+  std::vector<call> calls;
+};
+
+// Orders member lists lexicographically; transparent, so a lookup by span allocates nothing.
+struct members_less {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+};
+
+// The shared state of one multi-device operation on the thread pool: the devices taking
+// part and one rendezvous per collective group, made the first time a group meets. abort()
+// releases every member waiting in any group (and any that arrives later).
+class thread_run {
+ public:
+  explicit thread_run(std::span<const device_id> devs) : devices(devs) {}
 
   std::span<const device_id> devices;
-  abortable_barrier barrier;
-  std::vector<const void*> slots;
+
+  thread_group& group(std::span<const std::size_t> members) {
+    std::lock_guard lock(mutex_);
+    auto it = groups_.find(members);
+    if (it == groups_.end()) {
+      auto g = std::make_unique<thread_group>(members.size());
+      if (aborted_) g->barrier.abort();
+      it = groups_.emplace(std::vector<std::size_t>(members.begin(), members.end()), std::move(g))
+               .first;
+    }
+    return *it->second;
+  }
+
+  void abort() {
+    std::lock_guard lock(mutex_);
+    aborted_ = true;
+    for (auto& [members, g] : groups_) g->barrier.abort();
+  }
+
+ private:
+  std::mutex mutex_;
+  bool aborted_ = false;
+  std::map<std::vector<std::size_t>, std::unique_ptr<thread_group>, members_less> groups_;
 };
 
 // What the calling thread is doing: set while a device thread runs a body.
@@ -82,6 +143,132 @@ class cpu_devices final : public backend {
   }
 
   std::size_t device_count() const override { return workers_.size(); }
+
+  // ---- collectives (see backend.hpp for the contracts) ----------------------------------
+
+  void all_gather(const collective_group& g, element_type t, const void* send, void* recv,
+                  std::size_t rows, std::span<const std::size_t> counts) override {
+    check_counts(g, counts, "all_gather");
+    const std::uint64_t sig = signature({1, code(t), rows}, counts);
+    collective(g, sig, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+      // Pull: this member copies every member's pieces into its own output.
+      const std::size_t total = sum(counts);
+      std::size_t offset = 0;
+      for (std::size_t j = 0; j < g.size(); ++j) {
+        const auto* src = static_cast<const unsigned char*>(calls[j].send);
+        auto* dst = static_cast<unsigned char*>(recv);
+        const std::size_t bytes = counts[j] * t.size;
+        if (bytes != 0)
+          for (std::size_t r = 0; r < rows; ++r)
+            std::memcpy(dst + (r * total + offset) * t.size, src + r * bytes, bytes);
+        offset += counts[j];
+      }
+    });
+  }
+
+  void reduce_scatter(const collective_group& g, element_type t, reduce_op op,
+                      const void* send, void* recv, std::size_t rows,
+                      std::span<const std::size_t> counts) override {
+    detail::check_reducible(t, op);
+    check_counts(g, counts, "reduce_scatter");
+    const std::uint64_t sig = signature({2, code(t), static_cast<std::size_t>(op), rows}, counts);
+    collective(g, sig, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+      // This member reduces its own piece of every row, chunk by chunk so the partial
+      // result stays in cache while the members' inputs stream past it.
+      const std::size_t total = sum(counts);
+      std::size_t offset = 0;
+      for (std::size_t j = 0; j < g.rank; ++j) offset += counts[j];
+      const std::size_t mine = counts[g.rank];
+      auto* dst = static_cast<unsigned char*>(recv);
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < mine; c += chunk_elements(t)) {
+          const std::size_t n = std::min(chunk_elements(t), mine - c);
+          unsigned char* out = dst + (r * mine + c) * t.size;
+          const std::size_t at = (r * total + offset + c) * t.size;
+          std::memcpy(out, static_cast<const unsigned char*>(calls[0].send) + at, n * t.size);
+          for (std::size_t j = 1; j < g.size(); ++j)
+            detail::reduce_into(t, out, static_cast<const unsigned char*>(calls[j].send) + at, n,
+                                op);
+        }
+    });
+  }
+
+  void all_reduce(const collective_group& g, element_type t, reduce_op op, const void* send,
+                  void* recv, std::size_t count) override {
+    detail::check_reducible(t, op);
+    const std::uint64_t sig = signature({3, code(t), static_cast<std::size_t>(op), count}, {});
+    collective(g, sig, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+      // Member r reduces slice r of every input (in rank order, so every member gets the
+      // same bits) into a cache-sized scratch, then writes it to every member's output.
+      // Slice r is read and written by member r alone, so send == recv is safe.
+      const std::size_t n = g.size();
+      const std::size_t per = (count + n - 1) / n;
+      const std::size_t begin = std::min(count, g.rank * per);
+      const std::size_t end = std::min(count, begin + per);
+      alignas(64) unsigned char scratch[chunk_bytes];
+      for (std::size_t c = begin; c < end; c += chunk_elements(t)) {
+        const std::size_t len = std::min(chunk_elements(t), end - c);
+        const std::size_t at = c * t.size;
+        std::memcpy(scratch, static_cast<const unsigned char*>(calls[0].send) + at, len * t.size);
+        for (std::size_t j = 1; j < n; ++j)
+          detail::reduce_into(t, scratch, static_cast<const unsigned char*>(calls[j].send) + at,
+                              len, op);
+        for (std::size_t j = 0; j < n; ++j)
+          std::memcpy(static_cast<unsigned char*>(calls[j].recv) + at, scratch, len * t.size);
+      }
+    });
+  }
+
+  void all_to_all(const collective_group& g, element_type t, const void* send, void* recv,
+                  const strided_pieces& send_pieces, const strided_pieces& recv_pieces) override {
+    if (send_pieces.elements() != recv_pieces.elements())
+      throw usage_error("typeshard: internal: all_to_all pieces of " +
+                        std::to_string(send_pieces.elements()) + " and " +
+                        std::to_string(recv_pieces.elements()) + " elements");
+    const std::uint64_t sig =
+        signature({4, code(t), send_pieces.elements()}, {});
+    collective(g, sig, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+      // Pull: this member (r) copies piece r of every member i's input to its piece i.
+      for (std::size_t i = 0; i < g.size(); ++i)
+        copy_piece(t, static_cast<const unsigned char*>(calls[i].send), send_pieces, g.rank,
+                   static_cast<unsigned char*>(recv), recv_pieces, i);
+    });
+  }
+
+  void permute(const collective_group& g, element_type t, const void* send,
+               std::size_t send_count, std::size_t send_to, void* recv, std::size_t recv_count,
+               std::size_t recv_from) override {
+    if ((send_to != no_peer && send_to >= g.size()) ||
+        (recv_from != no_peer && recv_from >= g.size()))
+      throw usage_error("typeshard: permute: a peer rank is outside the group of " +
+                        std::to_string(g.size()) + " members");
+    const std::uint64_t sig = signature({5, code(t)}, {});
+    collective(g, sig, send, recv, {send_to, send_count},
+               [&](std::span<const detail::thread_group::call> calls) {
+      for (std::size_t j = 0; j < g.size(); ++j)
+        if (calls[j].peer == g.rank && j != recv_from)
+          throw usage_error("typeshard: ppermute: member " + std::to_string(j) +
+                            " sends to member " + std::to_string(g.rank) +
+                            ", which receives from " +
+                            (recv_from == no_peer ? std::string("nobody")
+                                                  : "member " + std::to_string(recv_from)) +
+                            "; give a permutation (each member sends to one and receives "
+                            "from one)");
+      if (recv_from != no_peer && (calls[recv_from].peer != g.rank ||
+                                   calls[recv_from].count != recv_count))
+        throw usage_error("typeshard: ppermute: member " + std::to_string(g.rank) +
+                          " expects " + std::to_string(recv_count) + " elements from member " +
+                          std::to_string(recv_from) + ", which sends " +
+                          std::to_string(calls[recv_from].count) + " to member " +
+                          std::to_string(calls[recv_from].peer) +
+                          "; senders and receivers must agree");
+      if (recv_count == 0) return;
+      if (recv_from == no_peer)
+        std::memset(recv, 0, recv_count * t.size);
+      else
+        std::memcpy(recv, calls[recv_from].send, recv_count * t.size);
+    });
+  }
   bool is_addressable(device_id d) const override { return d < workers_.size(); }
   std::string_view platform() const override { return "cpu"; }
 
@@ -111,7 +298,7 @@ class cpu_devices final : public backend {
             body(i);
           } catch (...) {
             failures[i] = std::current_exception();
-            state.barrier.abort();  // release the peers waiting for this device
+            state.abort();  // release the peers waiting for this device in a collective
           }
           detail::current_thread_device() = {};
           std::lock_guard lock(done_mutex);
@@ -194,6 +381,106 @@ class cpu_devices final : public backend {
       throw device_error(devices[chosen], where + "an exception not derived from std::exception",
                          failures[chosen]);
     }
+  }
+
+  // ---- collective machinery ------------------------------------------------------------
+
+  // The reductions' unit of work: small enough to stay in L1 while inputs stream past.
+  static constexpr std::size_t chunk_bytes = 8192;
+  static std::size_t chunk_elements(element_type t) {
+    return t.size >= chunk_bytes ? 1 : chunk_bytes / t.size;
+  }
+
+  static std::size_t code(element_type t) {
+    return static_cast<std::size_t>(t.kind) * 1024 + t.size;
+  }
+
+  static std::size_t sum(std::span<const std::size_t> counts) {
+    std::size_t total = 0;
+    for (std::size_t c : counts) total += c;
+    return total;
+  }
+
+  static void check_counts(const collective_group& g, std::span<const std::size_t> counts,
+                           const char* what) {
+    if (counts.size() != g.size())
+      throw usage_error(std::string("typeshard: internal: ") + what + " got " +
+                        std::to_string(counts.size()) + " counts for a group of " +
+                        std::to_string(g.size()));
+  }
+
+  // A hash of the arguments all members must agree on (FNV-1a over the words).
+  static std::uint64_t signature(std::initializer_list<std::size_t> words,
+                                 std::span<const std::size_t> more) {
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&](std::size_t w) { h = (h ^ static_cast<std::uint64_t>(w)) * 1099511628211ull; };
+    for (std::size_t w : words) mix(w);
+    for (std::size_t w : more) mix(w);
+    return h;
+  }
+
+  // Copies piece `send_member` of a send layout to piece `recv_member` of a receive layout.
+  // The two may cut the same elements into runs of different lengths.
+  static void copy_piece(element_type t, const unsigned char* src, const strided_pieces& sp,
+                         std::size_t send_member, unsigned char* dst, const strided_pieces& rp,
+                         std::size_t recv_member) {
+    const std::size_t total = sp.elements();
+    const unsigned char* s_base = src + send_member * sp.member_stride * t.size;
+    unsigned char* d_base = dst + recv_member * rp.member_stride * t.size;
+    std::size_t s_row = 0, s_col = 0, d_row = 0, d_col = 0;
+    for (std::size_t done = 0; done < total;) {
+      const std::size_t n = std::min(sp.run - s_col, rp.run - d_col);
+      std::memcpy(d_base + (d_row * rp.stride + d_col) * t.size,
+                  s_base + (s_row * sp.stride + s_col) * t.size, n * t.size);
+      done += n;
+      if ((s_col += n) == sp.run) s_col = 0, ++s_row;
+      if ((d_col += n) == rp.run) d_col = 0, ++d_row;
+    }
+  }
+
+  // One collective on the calling device: publish, meet the group, check that every member
+  // called the same thing, do this member's share, meet again (so no member returns, and
+  // reuses or frees its buffers, while a peer still reads or writes them).
+  struct send_info {
+    std::size_t peer = 0;
+    std::size_t count = 0;
+  };
+
+  template <class Work>
+  void collective(const collective_group& g, std::uint64_t sig, const void* send, void* recv,
+                  send_info info, Work&& work) {
+    const detail::thread_device_context& here = detail::current_thread_device();
+    if (here.run == nullptr)
+      throw usage_error(
+          "typeshard: a collective was called outside a per-device function; call it on "
+          "local blocks inside ts::shard_map (or a backend run() body)");
+    if (g.rank >= g.size() || g.members[g.rank] != here.index)
+      throw usage_error("typeshard: internal: collective group rank " + std::to_string(g.rank) +
+                        " does not name the calling device");
+    for (std::size_t m : g.members)
+      if (m >= here.run->devices.size())
+        throw usage_error("typeshard: internal: collective group member " + std::to_string(m) +
+                          " is not part of the run");
+    detail::thread_group& grp = here.run->group(g.members);
+    grp.calls[g.rank] = {send, recv, sig, info.peer, info.count};
+    grp.barrier.arrive_and_wait();
+    // Every member passed the first barrier, so every member reaches the second: it waits
+    // even if the run is aborted meanwhile, and a failure in this member's share is raised
+    // only after it, when no peer touches this member's buffers any more.
+    std::exception_ptr failed;
+    try {
+      for (std::size_t j = 0; j < g.size(); ++j)
+        if (grp.calls[j].signature != sig)
+          throw usage_error(
+              "typeshard: the devices of a collective group called different collectives (or "
+              "the same with different sizes or element types); every device must call the "
+              "same collectives in the same order");
+      work(std::span<const detail::thread_group::call>(grp.calls));
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    grp.barrier.arrive_and_wait_ignoring_abort();
+    if (failed) std::rethrow_exception(failed);
   }
 
   std::vector<std::unique_ptr<worker>> workers_;

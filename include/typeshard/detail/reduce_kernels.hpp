@@ -1,0 +1,84 @@
+// typeshard/detail/reduce_kernels.hpp: elementwise reductions over raw buffers, dispatched on
+// a backend's element_type tag. Internal: do not rely on anything in detail/.
+//
+// Used by the thread-pool backend's all_reduce and reduce_scatter. Loops are plain, over
+// contiguous runs, so the compiler vectorises them.
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "../backend/backend.hpp"
+#include "../errors.hpp"
+
+namespace typeshard::detail {
+
+template <class T>
+inline void reduce_into(T* acc, const T* x, std::size_t n, reduce_op op) {
+  switch (op) {
+    case reduce_op::sum:
+      for (std::size_t i = 0; i < n; ++i) acc[i] += x[i];
+      return;
+    case reduce_op::max:
+      if constexpr (requires(T a, T b) { a < b; })
+        for (std::size_t i = 0; i < n; ++i) acc[i] = acc[i] < x[i] ? x[i] : acc[i];
+      return;
+    case reduce_op::min:
+      if constexpr (requires(T a, T b) { a < b; })
+        for (std::size_t i = 0; i < n; ++i) acc[i] = x[i] < acc[i] ? x[i] : acc[i];
+      return;
+  }
+}
+
+inline const char* element_kind_name(element_kind k) {
+  switch (k) {
+    case element_kind::int8: return "int8";
+    case element_kind::uint8: return "uint8";
+    case element_kind::int16: return "int16";
+    case element_kind::uint16: return "uint16";
+    case element_kind::int32: return "int32";
+    case element_kind::uint32: return "uint32";
+    case element_kind::int64: return "int64";
+    case element_kind::uint64: return "uint64";
+    case element_kind::float32: return "float32";
+    case element_kind::float64: return "float64";
+    case element_kind::complex64: return "complex64";
+    case element_kind::complex128: return "complex128";
+    case element_kind::opaque: return "opaque";
+  }
+  return "?";
+}
+
+// Throws usage_error unless elements of type t can be reduced with op.
+inline void check_reducible(element_type t, reduce_op op) {
+  const bool complex = t.kind == element_kind::complex64 || t.kind == element_kind::complex128;
+  if (t.kind == element_kind::opaque || (complex && op != reduce_op::sum))
+    throw usage_error(std::string("typeshard: cannot reduce elements of type ") +
+                      element_kind_name(t.kind) + " with " +
+                      (op == reduce_op::sum ? "sum" : op == reduce_op::max ? "max" : "min") +
+                      "; reductions need arithmetic element types (complex: sum only)");
+}
+
+// acc[i] = op(acc[i], x[i]) for n elements of type t (check_reducible first).
+inline void reduce_into(element_type t, void* acc, const void* x, std::size_t n, reduce_op op) {
+  switch (t.kind) {
+    case element_kind::int8: return reduce_into(static_cast<std::int8_t*>(acc), static_cast<const std::int8_t*>(x), n, op);
+    case element_kind::uint8: return reduce_into(static_cast<std::uint8_t*>(acc), static_cast<const std::uint8_t*>(x), n, op);
+    case element_kind::int16: return reduce_into(static_cast<std::int16_t*>(acc), static_cast<const std::int16_t*>(x), n, op);
+    case element_kind::uint16: return reduce_into(static_cast<std::uint16_t*>(acc), static_cast<const std::uint16_t*>(x), n, op);
+    case element_kind::int32: return reduce_into(static_cast<std::int32_t*>(acc), static_cast<const std::int32_t*>(x), n, op);
+    case element_kind::uint32: return reduce_into(static_cast<std::uint32_t*>(acc), static_cast<const std::uint32_t*>(x), n, op);
+    case element_kind::int64: return reduce_into(static_cast<std::int64_t*>(acc), static_cast<const std::int64_t*>(x), n, op);
+    case element_kind::uint64: return reduce_into(static_cast<std::uint64_t*>(acc), static_cast<const std::uint64_t*>(x), n, op);
+    case element_kind::float32: return reduce_into(static_cast<float*>(acc), static_cast<const float*>(x), n, op);
+    case element_kind::float64: return reduce_into(static_cast<double*>(acc), static_cast<const double*>(x), n, op);
+    case element_kind::complex64: return reduce_into(static_cast<std::complex<float>*>(acc), static_cast<const std::complex<float>*>(x), n, op);
+    case element_kind::complex128: return reduce_into(static_cast<std::complex<double>*>(acc), static_cast<const std::complex<double>*>(x), n, op);
+    case element_kind::opaque: return;
+  }
+}
+
+}  // namespace typeshard::detail
