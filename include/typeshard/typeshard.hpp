@@ -14,6 +14,8 @@
 #include "extents.hpp"
 #include "host_tensor.hpp"
 #include "layout.hpp"
+#include "matmul.hpp"
+#include "matmul_plan.hpp"
 #include "mesh.hpp"
 #include "reshard.hpp"
 #include "reshard_plan.hpp"
