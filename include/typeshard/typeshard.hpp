@@ -7,6 +7,8 @@
 
 #include "backend/backend.hpp"
 #include "backend/threads.hpp"
+#include "block.hpp"
+#include "collectives.hpp"
 #include "device_mesh.hpp"
 #include "diagnostics.hpp"
 #include "elementwise.hpp"
@@ -19,6 +21,7 @@
 #include "mesh.hpp"
 #include "reshard.hpp"
 #include "reshard_plan.hpp"
+#include "shard_map.hpp"
 #include "sharded_array.hpp"
 #include "spec.hpp"
 #include "unreduced.hpp"

@@ -1,0 +1,451 @@
+// typeshard/block.hpp: one device's local block inside ts::shard_map, typed by the mesh axes
+// it varies over (rule 4 of DESIGN.md; JAX's varying manual axes, `vma`).
+//
+//   // inside shard_map<mesh, spec<"x", none>, ...>: x is a block<float, 2, mesh, vary<"x">>
+//   auto g = ts::all_gather<"x">(x, 0);     // invariant over "x" again
+//   auto y = ts::matmul(g, w);              // varies over the union of g's and w's axes
+//   auto s = ts::psum<"y">(y);              // invariant over "y"
+//
+// A block holds its element type, rank and mesh in its type, its extents at run time, and
+// its data: either its own buffer, or a read-only view of an input array's shard (shard_map
+// hands inputs over without copying; writing through data() first copies, so a shard of
+// the caller's array is never modified). Its varying set is a bit mask over the mesh's
+// axes: bit i set means the values may differ between devices along mesh axis i. Inputs
+// vary over the axes their in spec shards over; collectives change the set (psum and
+// all_gather over X remove X, psum_scatter, all_to_all and ppermute over X add it); binary
+// operations take the union. A block may always be treated as varying over more axes (the
+// conversion is implicit: JAX's pvary), never fewer.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "detail/buffer.hpp"
+#include "detail/diagnose.hpp"
+#include "detail/mesh_group.hpp"
+#include "diagnostics.hpp"
+#include "device_mesh.hpp"
+#include "errors.hpp"
+#include "host_tensor.hpp"
+#include "kernels/gemm.hpp"
+#include "layout.hpp"
+#include "mesh.hpp"
+
+namespace typeshard {
+
+// vary<Mesh, "x", "y">: the varying-set bit mask of those mesh axes.
+template <mesh_type Mesh, axis_name... Axes>
+inline constexpr std::uint64_t vary = (std::uint64_t{0} | ... |
+                                       (std::uint64_t{1} << Mesh::index_of(Axes)));
+
+// The varying-set mask of the axes a spec shards over.
+template <mesh_type Mesh, spec_type Spec>
+inline constexpr std::uint64_t vary_of_spec = [] {
+  std::uint64_t m = 0;
+  for (std::size_t i = 0; i < Mesh::rank; ++i)
+    if (Spec::uses(Mesh::axes[i].name)) m |= std::uint64_t{1} << i;
+  return m;
+}();
+
+// shard_context: where a per-device function runs: its device mesh and mesh position.
+template <mesh_type Mesh>
+class shard_context {
+ public:
+  shard_context(const device_mesh<Mesh>& m, std::size_t position) : mesh_(&m), position_(position) {}
+
+  const device_mesh<Mesh>& mesh() const { return *mesh_; }
+  backend& get_backend() const { return mesh_->get_backend(); }
+  std::size_t position() const { return position_; }
+  device_id device() const { return mesh_->device_at(position_); }
+  std::array<std::size_t, Mesh::rank> coordinates() const { return Mesh::coordinates(position_); }
+
+  // axis_index<"x">(): this device's coordinate along "x" (JAX's lax.axis_index); with
+  // several axes, its index in their group (the first axis major).
+  template <axis_name... Axes>
+    requires(sizeof...(Axes) >= 1)
+  std::size_t axis_index() const {
+    static_assert((detail::require_named<Mesh::contains(Axes), Axes,
+                                         diagnostic::mesh_has_no_such_axis>::value && ...));
+    dim_spec axes;
+    ((axes.axes[axes.count++] = Axes), ...);
+    return detail::group_rank<Mesh>(axes, position_);
+  }
+
+ private:
+  const device_mesh<Mesh>* mesh_;
+  std::size_t position_;
+};
+
+struct block_view_t {
+  explicit block_view_t() = default;
+};
+inline constexpr block_view_t block_view{};
+
+template <class T, std::size_t Rank, mesh_type Mesh, std::uint64_t Varying = 0>
+class block {
+  static_assert(Rank >= 1, "typeshard: a block needs rank >= 1 (use extents {1} for a scalar)");
+
+ public:
+  using value_type = T;
+  using mesh_type = Mesh;
+  static constexpr std::size_t rank = Rank;
+  static constexpr std::uint64_t varying = Varying;
+  using shape_type = typeshard::shape<Rank>;
+
+  // Whether the values may differ between devices along the named mesh axis.
+  template <axis_name Axis>
+  static constexpr bool varies_over = ((Varying >> Mesh::index_of(Axis)) & 1) != 0;
+
+  // A zero-filled block of the given extents, on the device of `context`.
+  block(const shard_context<Mesh>& context, const shape_type& extents)
+      : context_(context), extents_(extents), owned_(host_tensor<T, Rank>::element_count(extents)) {
+    std::fill_n(owned_.data(), owned_.size(), T{});
+    data_ = owned_.data();
+  }
+
+  // A block of the given extents, every element `value`.
+  block(const shard_context<Mesh>& context, const shape_type& extents, const T& value)
+      : block(context, extents) {
+    std::fill_n(owned_.data(), owned_.size(), value);
+  }
+
+  // Adopts a buffer holding the block's elements in row-major order.
+  block(const shard_context<Mesh>& context, const shape_type& extents, detail::buffer<T> data)
+      : context_(context), extents_(extents), owned_(std::move(data)), data_(owned_.data()) {
+    if (owned_.size() != host_tensor<T, Rank>::element_count(extents))
+      throw shape_error("typeshard: a block of shape " + to_string(extents) + " needs " +
+                        std::to_string(host_tensor<T, Rank>::element_count(extents)) +
+                        " elements, the buffer has " + std::to_string(owned_.size()));
+  }
+
+  // A read-only view of elements owned elsewhere (an input array's shard); writing
+  // through data() makes a private copy first.
+  block(block_view_t, const shard_context<Mesh>& context, const shape_type& extents, const T* data)
+      : context_(context), extents_(extents), data_(data) {}
+
+  // Copies share a view and copy owned data.
+  block(const block& other)
+      : context_(other.context_), extents_(other.extents_), data_(other.data_) {
+    if (other.owns()) copy_from(other.data_);
+  }
+  block& operator=(const block& other) {
+    if (this != &other) *this = block(other);
+    return *this;
+  }
+  block(block&& other) noexcept
+      : context_(other.context_), extents_(other.extents_), owned_(std::move(other.owned_)),
+        data_(std::exchange(other.data_, nullptr)) {
+    other.extents_ = {};
+  }
+  block& operator=(block&& other) noexcept {
+    context_ = other.context_;
+    extents_ = std::exchange(other.extents_, {});
+    owned_ = std::move(other.owned_);
+    data_ = std::exchange(other.data_, nullptr);
+    return *this;
+  }
+
+  // Widening: a block varying over fewer axes is also one varying over more (pvary).
+  template <std::uint64_t Fewer>
+    requires((Fewer & ~Varying) == 0 && Fewer != Varying)
+  block(const block<T, Rank, Mesh, Fewer>& other)  // NOLINT: implicit on purpose
+      : block(other.template as_varying<Varying>()) {}
+  template <std::uint64_t Fewer>
+    requires((Fewer & ~Varying) == 0 && Fewer != Varying)
+  block(block<T, Rank, Mesh, Fewer>&& other)  // NOLINT: implicit on purpose
+      : block(std::move(other).template as_varying<Varying>()) {}
+
+  // The same block retyped as varying over `More` (which must include Varying).
+  template <std::uint64_t More>
+  block<T, Rank, Mesh, More> as_varying() const& {
+    static_assert((Varying & ~More) == 0,
+                  "typeshard: rule 4 (shard_map): a block cannot be retyped as varying over "
+                  "fewer axes than it does; fix: reduce or gather over those axes instead");
+    if (owns()) {
+      detail::buffer<T> copy(owned_.size());
+      std::copy_n(data_, owned_.size(), copy.data());
+      return block<T, Rank, Mesh, More>(context_, extents_, std::move(copy));
+    }
+    return block<T, Rank, Mesh, More>(block_view, context_, extents_, data_);
+  }
+  template <std::uint64_t More>
+  block<T, Rank, Mesh, More> as_varying() && {
+    static_assert((Varying & ~More) == 0,
+                  "typeshard: rule 4 (shard_map): a block cannot be retyped as varying over "
+                  "fewer axes than it does; fix: reduce or gather over those axes instead");
+    if (owns()) {
+      const shape_type extents = extents_;
+      return block<T, Rank, Mesh, More>(context_, extents, std::move(*this).release());
+    }
+    return block<T, Rank, Mesh, More>(block_view, context_, extents_, data_);
+  }
+
+  const shard_context<Mesh>& context() const { return context_; }
+  const shape_type& extents() const { return extents_; }
+  std::size_t extent(std::size_t d) const { return extents_[d]; }
+  std::size_t size() const { return host_tensor<T, Rank>::element_count(extents_); }
+
+  const T* data() const { return data_; }
+  T* data() {
+    if (!owns()) copy_from(data_);
+    return owned_.data();
+  }
+  std::span<const T> values() const { return {data_, size()}; }
+  std::span<T> values() { return {data(), size()}; }
+
+  template <class... I>
+    requires(sizeof...(I) == Rank)
+  const T& operator()(I... i) const {
+    return data_[offset({static_cast<std::size_t>(i)...})];
+  }
+  template <class... I>
+    requires(sizeof...(I) == Rank)
+  T& operator()(I... i) {
+    return data()[offset({static_cast<std::size_t>(i)...})];
+  }
+
+  host_tensor<T, Rank> to_host() const {
+    return host_tensor<T, Rank>(extents_, std::vector<T>(data_, data_ + size()));
+  }
+
+  // The elements as an owned buffer (copied if this block is a view); leaves it empty.
+  detail::buffer<T> release() && {
+    if (!owns()) copy_from(data_);
+    data_ = nullptr;
+    extents_ = {};
+    return std::move(owned_);
+  }
+
+  // Whether the block owns its elements (else it views an input's shard).
+  bool owns() const { return owned_.data() != nullptr && owned_.data() == data_; }
+
+ private:
+  std::size_t offset(const std::array<std::size_t, Rank>& index) const {
+    std::size_t o = 0;
+    for (std::size_t d = 0; d < Rank; ++d) o = o * extents_[d] + index[d];
+    return o;
+  }
+  void copy_from(const T* src) {
+    detail::buffer<T> copy(size());
+    if (copy.size() != 0) std::copy_n(src, copy.size(), copy.data());
+    owned_ = std::move(copy);
+    data_ = owned_.data();
+  }
+
+  shard_context<Mesh> context_;
+  shape_type extents_{};
+  detail::buffer<T> owned_;
+  const T* data_ = nullptr;
+};
+
+template <class T>
+inline constexpr bool is_block_v = false;
+template <class T, std::size_t R, class M, std::uint64_t V>
+inline constexpr bool is_block_v<block<T, R, M, V>> = true;
+
+template <class T>
+concept block_type = is_block_v<std::remove_cvref_t<T>>;
+
+namespace detail {
+
+template <class B, class R, std::uint64_t V>
+using block_like = block<R, std::remove_cvref_t<B>::rank, typename std::remove_cvref_t<B>::mesh_type, V>;
+
+template <class A, class B>
+void check_same_block_shape(const A& a, const B& b, const char* op) {
+  if (a.extents() != b.extents())
+    throw shape_error(std::string("typeshard: ") + op + " of blocks of shapes " +
+                      to_string(a.extents()) + " and " + to_string(b.extents()) +
+                      "; elementwise operations on blocks need equal shapes");
+}
+
+template <class A, class F>
+auto map_block(const A& a, F f) {
+  using arr = std::remove_cvref_t<A>;
+  using R = std::invoke_result_t<F&, const typename arr::value_type&>;
+  buffer<R> out(a.size());
+  const auto* in = a.data();
+  for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = f(in[i]);
+  return block_like<A, R, arr::varying>(a.context(), a.extents(), std::move(out));
+}
+
+template <class A, class B, class F>
+auto zip_blocks(const A& a, const B& b, F f, const char* op) {
+  using arr_a = std::remove_cvref_t<A>;
+  using arr_b = std::remove_cvref_t<B>;
+  static_assert(std::is_same_v<typename arr_a::mesh_type, typename arr_b::mesh_type> &&
+                    arr_a::rank == arr_b::rank,
+                "typeshard: elementwise operations on blocks need the same mesh and rank");
+  check_same_block_shape(a, b, op);
+  using R = std::invoke_result_t<F&, const typename arr_a::value_type&,
+                                 const typename arr_b::value_type&>;
+  buffer<R> out(a.size());
+  const auto* x = a.data();
+  const auto* y = b.data();
+  for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = f(x[i], y[i]);
+  return block_like<A, R, arr_a::varying | arr_b::varying>(a.context(), a.extents(),
+                                                           std::move(out));
+}
+
+template <class B>
+using block_scalar = typename std::remove_cvref_t<B>::value_type;
+
+}  // namespace detail
+
+// ---- elementwise operations on blocks (local, no communication) ---------------------------
+
+// map(b, f) / zip(a, b, f): f per element; zip's result varies over both operands' axes.
+template <block_type B, class F>
+auto map(const B& b, F f) {
+  return detail::map_block(b, f);
+}
+template <block_type A, block_type B, class F>
+auto zip(const A& a, const B& b, F f) {
+  return detail::zip_blocks(a, b, f, "zip");
+}
+
+template <block_type A, block_type B>
+auto operator+(const A& a, const B& b) {
+  return detail::zip_blocks(a, b, [](auto x, auto y) { return x + y; }, "operator+");
+}
+template <block_type A, block_type B>
+auto operator-(const A& a, const B& b) {
+  return detail::zip_blocks(a, b, [](auto x, auto y) { return x - y; }, "operator-");
+}
+template <block_type A, block_type B>
+auto operator*(const A& a, const B& b) {
+  return detail::zip_blocks(a, b, [](auto x, auto y) { return x * y; }, "operator*");
+}
+template <block_type A, block_type B>
+auto operator/(const A& a, const B& b) {
+  return detail::zip_blocks(a, b, [](auto x, auto y) { return x / y; }, "operator/");
+}
+template <block_type A>
+auto operator-(const A& a) {
+  return detail::map_block(a, [](auto x) { return -x; });
+}
+template <block_type A>
+auto operator+(const A& a, detail::block_scalar<A> s) {
+  return detail::map_block(a, [s](auto x) { return x + s; });
+}
+template <block_type A>
+auto operator-(const A& a, detail::block_scalar<A> s) {
+  return detail::map_block(a, [s](auto x) { return x - s; });
+}
+template <block_type A>
+auto operator*(const A& a, detail::block_scalar<A> s) {
+  return detail::map_block(a, [s](auto x) { return x * s; });
+}
+template <block_type A>
+auto operator*(detail::block_scalar<A> s, const A& a) {
+  return a * s;
+}
+template <block_type A>
+auto operator/(const A& a, detail::block_scalar<A> s) {
+  return detail::map_block(a, [s](auto x) { return x / s; });
+}
+
+template <block_type A, block_type B>
+auto maximum(const A& a, const B& b) {
+  return detail::zip_blocks(a, b, [](auto x, auto y) { return x < y ? y : x; }, "maximum");
+}
+template <block_type A, block_type B>
+auto minimum(const A& a, const B& b) {
+  return detail::zip_blocks(a, b, [](auto x, auto y) { return y < x ? y : x; }, "minimum");
+}
+// relu(x) = max(x, 0); NaN passes through unchanged.
+template <block_type A>
+auto relu(const A& a) {
+  return detail::map_block(a, [](auto x) { return x < decltype(x){} ? decltype(x){} : x; });
+}
+template <block_type A>
+auto exp(const A& a) {
+  return detail::map_block(a, [](auto x) { return static_cast<decltype(x)>(std::exp(x)); });
+}
+template <block_type A>
+auto log(const A& a) {
+  return detail::map_block(a, [](auto x) { return static_cast<decltype(x)>(std::log(x)); });
+}
+template <block_type A>
+auto tanh(const A& a) {
+  return detail::map_block(a, [](auto x) { return static_cast<decltype(x)>(std::tanh(x)); });
+}
+template <block_type A>
+auto sqrt(const A& a) {
+  return detail::map_block(a, [](auto x) { return static_cast<decltype(x)>(std::sqrt(x)); });
+}
+template <block_type A>
+auto abs(const A& a) {
+  return detail::map_block(a, [](auto x) { return x < decltype(x){} ? -x : x; });
+}
+
+// ---- local matmul ------------------------------------------------------------------------
+
+// matmul(a, b): the local product of two blocks, C[..., m, n] = A[..., m, k] . B[..., k, n]
+// (leading batch dimensions of equal extents, or b of rank 2 shared by every batch). It
+// varies over the union of the operands' axes. No communication: inside shard_map the
+// collectives are the program's own (a contraction over a sharded dimension gives each
+// device a partial sum; psum or psum_scatter it). float and double use kernels::gemm.
+template <block_type A, block_type B>
+auto matmul(const A& a, const B& b) {
+  using arr_a = std::remove_cvref_t<A>;
+  using arr_b = std::remove_cvref_t<B>;
+  using T = typename arr_a::value_type;
+  constexpr std::size_t R = arr_a::rank;
+  static_assert(std::is_same_v<T, typename arr_b::value_type>,
+                "typeshard: matmul of blocks needs equal element types");
+  static_assert(std::is_same_v<typename arr_a::mesh_type, typename arr_b::mesh_type>,
+                "typeshard: matmul of blocks needs the same mesh");
+  static_assert(R >= 2 && (arr_b::rank == 2 || arr_b::rank == R),
+                "typeshard: matmul of blocks: a has rank >= 2, b has rank 2 or a's rank");
+  constexpr std::size_t RB = arr_b::rank;
+  const std::size_t m = a.extent(R - 2), k = a.extent(R - 1);
+  const std::size_t kb = b.extent(RB - 2), n = b.extent(RB - 1);
+  std::size_t batch = 1;
+  for (std::size_t d = 0; d + 2 < R; ++d) {
+    batch *= a.extent(d);
+    if (RB == R && a.extent(d) != b.extent(d))
+      throw shape_error("typeshard: matmul of blocks: batch dimension " + std::to_string(d) +
+                        " has extents " + std::to_string(a.extent(d)) + " and " +
+                        std::to_string(b.extent(d)) + "; batch extents must be equal");
+  }
+  if (k != kb)
+    throw shape_error("typeshard: matmul of blocks of shapes " + to_string(a.extents()) + " and " +
+                      to_string(b.extents()) + ": contracting extents " + std::to_string(k) +
+                      " and " + std::to_string(kb) + " differ");
+  shape<R> out_shape = a.extents();
+  out_shape[R - 1] = n;
+  detail::buffer<T> c(host_tensor<T, R>::element_count(out_shape));
+  const std::size_t b_stride = RB == R ? k * n : 0;
+  for (std::size_t i = 0; i < batch; ++i) {
+    const T* pa = a.data() + i * m * k;
+    const T* pb = b.data() + i * b_stride;
+    T* pc = c.data() + i * m * n;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (k == 0)
+        std::fill_n(pc, m * n, T{});
+      else if (m != 0 && n != 0)
+        kernels::gemm<T>(m, n, k, pa, k, pb, n, pc, n, false);
+    } else {
+      for (std::size_t r = 0; r < m; ++r)
+        for (std::size_t col = 0; col < n; ++col) {
+          T acc{};
+          for (std::size_t j = 0; j < k; ++j) acc += pa[r * k + j] * pb[j * n + col];
+          pc[r * n + col] = acc;
+        }
+    }
+  }
+  return block<T, R, typename arr_a::mesh_type, arr_a::varying | arr_b::varying>(
+      a.context(), out_shape, std::move(c));
+}
+
+}  // namespace typeshard
