@@ -29,6 +29,7 @@ class device_mesh {
 
   // The first Mesh::size devices of the backend, in order.
   explicit device_mesh(backend& b) : backend_(&b) {
+    b.check_default_mesh(Mesh::size, Mesh::to_string());
     if (b.device_count() < Mesh::size)
       throw device_mesh_error("typeshard: " + Mesh::to_string() + " needs " +
                               std::to_string(Mesh::size) + " devices but the backend has " +

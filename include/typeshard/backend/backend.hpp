@@ -134,6 +134,16 @@ class backend {
 
   device describe(device_id d) const { return {d, platform()}; }
 
+  // This process among the processes running the program (JAX's process_index() and
+  // process_count()): MPI ranks; 0 of 1 on the thread pool. visualize draws on process 0.
+  virtual std::size_t process_index() const { return 0; }
+  virtual std::size_t process_count() const { return 1; }
+
+  // Called when a device mesh takes the backend's first devices implicitly
+  // (device_mesh<M>{backend}); a backend may refuse a mesh of that size by throwing
+  // device_mesh_error. MPI does unless the mesh spans every rank.
+  virtual void check_default_mesh(std::size_t /*mesh_size*/, const std::string& /*mesh*/) const {}
+
   // Runs body(i) for every i whose devices[i] is addressable, each on its device,
   // concurrently, and returns when all have returned. The devices must be distinct. If
   // bodies throw, the others are released from any collective they wait in, all are

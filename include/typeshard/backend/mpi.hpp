@@ -1,0 +1,558 @@
+// typeshard/backend/mpi.hpp: the MPI backend, one device per rank (link typeshard::mpi).
+//
+//   #include <typeshard/typeshard.hpp>
+//   #include <typeshard/backend/mpi.hpp>
+//   int main(int argc, char** argv) {
+//     ts::mpi_devices devices{argc, argv};   // instead of ts::cpu_devices devices{4};
+//     ts::device_mesh<mesh_2x2> m{devices};  // mpirun -np 4: rank r is device r
+//     ...                                    // the rest of the program is unchanged
+//   }
+//
+// SPMD, as JAX's multi-process mode: every rank runs the whole program. An operation on a
+// device mesh runs its per-device function for this rank's device only; the collectives
+// inside it are MPI's own, on one communicator per group of ranks (made on first use and
+// kept). Only the C API of MPI is used.
+//
+// How the primitives of backend.hpp map onto MPI:
+//   all_gather      MPI_Allgather (one row, or rows as a resized MPI_Type_vector);
+//                   MPI_Allgatherv for unequal pieces (several rows: staged, then placed)
+//   reduce_scatter  MPI_Reduce_scatter_block / MPI_Reduce_scatter (several rows: the input
+//                   is first laid out member-major, as MPI scatters contiguous segments)
+//   all_reduce      MPI_Allreduce (MPI_IN_PLACE when send == recv)
+//   all_to_all      MPI_Alltoall, a piece being a resized MPI_Type_vector on each side
+//   permute         MPI_Sendrecv, MPI_PROC_NULL where there is no peer
+//
+// Differences from the thread pool (cpu_devices), none of which needs a change in code:
+// - Reduction order. The thread pool sums in group-rank order; MPI_Allreduce and
+//   MPI_Reduce_scatter pick their own order (recursive doubling, rings, ...), so a float
+//   sum may differ from the thread pool's in the last bits (integers are exact). Every
+//   member still receives the same bits from one call.
+// - Failures. An exception escaping a per-device function cannot release the peers that
+//   wait for this rank inside an MPI collective (MPI has no way to cancel one), so the
+//   backend prints the error with the rank and calls MPI_Abort: the whole job stops with a
+//   non-zero exit, never hangs. The thread pool instead rethrows a device_error to the
+//   caller. Errors raised outside per-device functions (shape checks, rule 6, a device mesh
+//   that does not fit the job) are thrown as usual, on every rank alike.
+// - Checks. The thread pool diagnoses members that call different collectives (or a
+//   ppermute that is not a permutation); checking that on MPI costs one more collective per
+//   call, so it is off unless TYPESHARD_MPI_CHECK=1 is set in the environment. Without it a
+//   mismatch is MPI's undefined behaviour (an error, a hang, or wrong data).
+// - Threads. MPI is initialised with MPI_THREAD_SERIALIZED; operations run one at a time.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../detail/function_ref.hpp"
+#include "../detail/mpi_datatypes.hpp"
+#include "../detail/reduce_kernels.hpp"
+#include "../errors.hpp"
+#include "backend.hpp"
+
+namespace typeshard {
+
+namespace detail {
+
+// What a rank prints before aborting the job: which rank, and why.
+[[noreturn]] inline void mpi_abort_job(const std::string& message) {
+  int rank = -1, size = 0, initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+  std::fprintf(stderr,
+               "typeshard: rank %d of %d: %s\ntypeshard: rank %d aborts the MPI job "
+               "(MPI_Abort): other ranks may be waiting for it in a collective, and MPI "
+               "cannot release them\n",
+               rank, size, message.c_str(), rank);
+  std::fflush(stderr);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+// The message of the exception being handled.
+inline std::string current_exception_message() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
+
+// std::terminate while mpi_devices owns MPI (an exception escaped main, say): abort the
+// job with the message, instead of leaving the other ranks blocked until mpirun notices.
+inline void mpi_terminate_handler() {
+  std::string what = "std::terminate was called";
+  if (std::current_exception()) what = "uncaught exception: " + current_exception_message();
+  mpi_abort_job(what);
+}
+
+// A hash of the arguments all members of a collective must agree on (FNV-1a).
+inline std::uint64_t mpi_signature(std::initializer_list<std::size_t> words,
+                                   std::span<const std::size_t> more = {}) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](std::size_t w) { h = (h ^ static_cast<std::uint64_t>(w)) * 1099511628211ull; };
+  for (std::size_t w : words) mix(w);
+  for (std::size_t w : more) mix(w);
+  return h;
+}
+
+}  // namespace detail
+
+class mpi_devices final : public backend {
+ public:
+  // Initialises MPI (MPI_Init_thread) unless the program already did; then this object
+  // owns MPI and finalises it when destroyed. The devices are the ranks of MPI_COMM_WORLD.
+  // Every rank must construct it (it is collective, as MPI_Init is).
+  mpi_devices(int& argc, char**& argv) { start(&argc, &argv); }
+  mpi_devices() { start(nullptr, nullptr); }
+
+  // Adopts an MPI the program initialised itself: the devices are the ranks of `comm`
+  // (device d = rank d), which typeshard duplicates so that its messages never meet the
+  // program's. Never finalises MPI. Collective over `comm`.
+  explicit mpi_devices(MPI_Comm comm) { adopt(comm); }
+
+  mpi_devices(const mpi_devices&) = delete;
+  mpi_devices& operator=(const mpi_devices&) = delete;
+
+  // Frees typeshard's communicators and types; finalises MPI if this object initialised it.
+  // Destroyed by an exception that leaves its scope, an owner aborts the job instead:
+  // MPI_Finalize would wait for ranks that may themselves wait for this one.
+  ~mpi_devices() override {
+    if (owns_mpi_ && std::uncaught_exceptions() > 0)
+      detail::mpi_abort_job("an exception is leaving the scope of ts::mpi_devices (catch it "
+                            "inside that scope to handle it)");
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+      types_.release();
+      for (auto& [ranks, c] : comms_) MPI_Comm_free(&c);
+      MPI_Group_free(&group_);
+      MPI_Comm_free(&comm_);
+      if (owns_mpi_) MPI_Finalize();
+    }
+    if (owns_mpi_) std::set_terminate(previous_terminate_);
+  }
+
+  std::size_t device_count() const override { return static_cast<std::size_t>(size_); }
+  bool is_addressable(device_id d) const override { return d == local_device(); }
+  std::string_view platform() const override { return "cpu"; }
+  std::size_t process_index() const override { return static_cast<std::size_t>(rank_); }
+  std::size_t process_count() const override { return static_cast<std::size_t>(size_); }
+
+  // This rank's device (its rank in the communicator).
+  device_id local_device() const { return static_cast<device_id>(rank_); }
+  // typeshard's duplicate of the communicator, for programs that mix in MPI calls of
+  // their own on the same ranks.
+  MPI_Comm communicator() const { return comm_; }
+  // Whether every collective is checked (TYPESHARD_MPI_CHECK=1); settable per backend.
+  bool checks_collectives() const { return checks_; }
+  void check_collectives(bool on) { checks_ = on; }
+
+  // A mesh taken implicitly (device_mesh<M>{devices}) must span every rank: a rank left
+  // out would idle through the program, which is almost always a wrong -np.
+  void check_default_mesh(std::size_t mesh_size, const std::string& mesh) const override {
+    if (mesh_size != device_count())
+      throw device_mesh_error(
+          "typeshard: " + mesh + " has " + std::to_string(mesh_size) +
+          " devices but this MPI job has " + std::to_string(device_count()) +
+          " ranks (one device per rank); start it with mpirun -np " +
+          std::to_string(mesh_size) +
+          ", or give device_mesh an explicit device list to use only some of the ranks");
+  }
+
+  // Runs body(i) for the i with devices[i] == this rank, if any, on this thread. An
+  // exception escaping it aborts the job (see the top of this file).
+  void run(std::span<const device_id> devices,
+           detail::function_ref<void(std::size_t)> body) override {
+    if (running() == this)
+      throw usage_error(
+          "typeshard: a multi-device operation was started from inside a per-device "
+          "function; per-device code may only use local blocks and collectives: move the "
+          "operation out of the function");
+    check_devices(devices);
+    std::size_t mine = devices.size();
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      if (devices[i] == local_device()) mine = i;
+    if (mine == devices.size()) return;  // this rank's device takes no part
+
+    std::lock_guard operation(run_mutex_);  // MPI_THREAD_SERIALIZED: one at a time
+    devices_ = devices;
+    index_ = mine;
+    running() = this;
+    try {
+      body(mine);
+    } catch (...) {
+      running() = nullptr;
+      detail::mpi_abort_job("the function running on device " + std::to_string(rank_) +
+                            " threw: " + detail::current_exception_message());
+    }
+    running() = nullptr;
+    devices_ = {};
+  }
+
+  // ---- collectives (see backend.hpp for the contracts) ----------------------------------
+
+  void all_gather(const collective_group& g, element_type t, const void* send, void* recv,
+                  std::size_t rows, std::span<const std::size_t> counts) override {
+    check_counts(g, counts, "all_gather");
+    const MPI_Comm c = group_comm(g);
+    verify(c, g, detail::mpi_signature({1, code(t), rows}, counts));
+    const std::size_t total = sum(counts);
+    if (rows == 0 || total == 0) return;
+    const MPI_Datatype e = types_.element(t);
+    if (all_equal(counts)) {
+      const std::size_t k = counts[0];
+      if (rows == 1)
+        detail::mpi_check(MPI_Allgather(send, count(k), e, recv, count(k), e, c), "MPI_Allgather");
+      else  // member j's piece: `rows` runs of k elements, `total` apart, from column j * k
+        detail::mpi_check(MPI_Allgather(send, count(rows * k), e, recv, 1,
+                                        types_.strided(t, rows, k, total, k), c),
+                          "MPI_Allgather");
+      return;
+    }
+    // Unequal pieces (uneven shards): MPI_Allgatherv of contiguous pieces. One row lands in
+    // place; several rows are staged member-major, then placed row by row.
+    const std::size_t n = g.size();
+    icounts_.resize(n);
+    idispls_.resize(n);
+    std::size_t offset = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      icounts_[j] = count(rows * counts[j]);
+      idispls_[j] = count(rows * offset);
+      offset += counts[j];
+    }
+    if (rows == 1) {
+      detail::mpi_check(MPI_Allgatherv(send, icounts_[g.rank], e, recv, icounts_.data(),
+                                       idispls_.data(), e, c),
+                        "MPI_Allgatherv");
+      return;
+    }
+    unsigned char* stage = staging(rows * total * t.size);
+    detail::mpi_check(MPI_Allgatherv(send, icounts_[g.rank], e, stage, icounts_.data(),
+                                     idispls_.data(), e, c),
+                      "MPI_Allgatherv");
+    auto* out = static_cast<unsigned char*>(recv);
+    offset = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t bytes = counts[j] * t.size;
+      if (bytes != 0)
+        for (std::size_t r = 0; r < rows; ++r)
+          std::memcpy(out + (r * total + offset) * t.size,
+                      stage + (rows * offset + r * counts[j]) * t.size, bytes);
+      offset += counts[j];
+    }
+  }
+
+  void reduce_scatter(const collective_group& g, element_type t, reduce_op op, const void* send,
+                      void* recv, std::size_t rows,
+                      std::span<const std::size_t> counts) override {
+    detail::check_reducible(t, op);
+    check_counts(g, counts, "reduce_scatter");
+    const MPI_Comm c = group_comm(g);
+    verify(c, g, detail::mpi_signature({2, code(t), static_cast<std::size_t>(op), rows}, counts));
+    const std::size_t total = sum(counts);
+    if (rows == 0 || total == 0) return;
+    const MPI_Datatype e = types_.element(t);
+    const MPI_Op o = types_.op(op, t.kind);
+    const std::size_t n = g.size();
+    // MPI scatters contiguous segments of the input: with several rows, lay the input out
+    // member-major first ([member][rows][counts[j]]).
+    const void* in = send;
+    if (rows > 1) {
+      unsigned char* stage = staging(rows * total * t.size);
+      const auto* src = static_cast<const unsigned char*>(send);
+      std::size_t offset = 0;
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::size_t bytes = counts[j] * t.size;
+        if (bytes != 0)
+          for (std::size_t r = 0; r < rows; ++r)
+            std::memcpy(stage + (rows * offset + r * counts[j]) * t.size,
+                        src + (r * total + offset) * t.size, bytes);
+        offset += counts[j];
+      }
+      in = stage;
+    }
+    if (all_equal(counts)) {
+      detail::mpi_check(MPI_Reduce_scatter_block(in, recv, count(rows * counts[0]), e, o, c),
+                        "MPI_Reduce_scatter_block");
+      return;
+    }
+    icounts_.resize(n);
+    for (std::size_t j = 0; j < n; ++j) icounts_[j] = count(rows * counts[j]);
+    detail::mpi_check(MPI_Reduce_scatter(in, recv, icounts_.data(), e, o, c),
+                      "MPI_Reduce_scatter");
+  }
+
+  void all_reduce(const collective_group& g, element_type t, reduce_op op, const void* send,
+                  void* recv, std::size_t n) override {
+    detail::check_reducible(t, op);
+    const MPI_Comm c = group_comm(g);
+    verify(c, g, detail::mpi_signature({3, code(t), static_cast<std::size_t>(op), n}));
+    if (n == 0) return;
+    detail::mpi_check(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, count(n),
+                                    types_.element(t), types_.op(op, t.kind), c),
+                      "MPI_Allreduce");
+  }
+
+  void all_to_all(const collective_group& g, element_type t, const void* send, void* recv,
+                  const strided_pieces& send_pieces, const strided_pieces& recv_pieces) override {
+    if (send_pieces.elements() != recv_pieces.elements())
+      throw usage_error("typeshard: internal: all_to_all pieces of " +
+                        std::to_string(send_pieces.elements()) + " and " +
+                        std::to_string(recv_pieces.elements()) + " elements");
+    const MPI_Comm c = group_comm(g);
+    verify(c, g, detail::mpi_signature({4, code(t), send_pieces.elements()}));
+    if (send_pieces.elements() == 0) return;
+    const MPI_Datatype s = types_.strided(t, send_pieces.rows, send_pieces.run,
+                                          send_pieces.stride, send_pieces.member_stride);
+    const MPI_Datatype r = types_.strided(t, recv_pieces.rows, recv_pieces.run,
+                                          recv_pieces.stride, recv_pieces.member_stride);
+    detail::mpi_check(MPI_Alltoall(send, 1, s, recv, 1, r, c), "MPI_Alltoall");
+  }
+
+  void permute(const collective_group& g, element_type t, const void* send,
+               std::size_t send_count, std::size_t send_to, void* recv, std::size_t recv_count,
+               std::size_t recv_from) override {
+    if ((send_to != no_peer && send_to >= g.size()) ||
+        (recv_from != no_peer && recv_from >= g.size()))
+      throw usage_error("typeshard: permute: a peer rank is outside the group of " +
+                        std::to_string(g.size()) + " members");
+    const MPI_Comm c = group_comm(g);
+    if (checks_) verify_permutation(c, g, t, send_count, send_to, recv_count, recv_from);
+    // The group communicator ranks members in group order, so a member is its own rank.
+    const int dest = send_to == no_peer ? MPI_PROC_NULL : static_cast<int>(send_to);
+    const int source = recv_from == no_peer ? MPI_PROC_NULL : static_cast<int>(recv_from);
+    const MPI_Datatype e = types_.element(t);
+    MPI_Status status;
+    const int rc = MPI_Sendrecv(send, count(send_count), e, dest, permute_tag, recv,
+                                count(recv_count), e, source, permute_tag, c, &status);
+    if (rc != MPI_SUCCESS) {
+      int cls = 0;
+      MPI_Error_class(rc, &cls);
+      if (cls == MPI_ERR_TRUNCATE)
+        throw usage_error("typeshard: ppermute: member " + std::to_string(g.rank) +
+                          " expects " + std::to_string(recv_count) + " elements from member " +
+                          std::to_string(recv_from) +
+                          ", which sends more; senders and receivers must agree");
+      detail::mpi_check(rc, "MPI_Sendrecv");
+    }
+    if (source == MPI_PROC_NULL) {
+      // No source: zeros, as JAX's ppermute gives.
+      if (recv_count != 0) std::memset(recv, 0, recv_count * t.size);
+      return;
+    }
+    int got = 0;
+    MPI_Get_count(&status, e, &got);
+    if (static_cast<std::size_t>(got) != recv_count)
+      throw usage_error("typeshard: ppermute: member " + std::to_string(g.rank) + " expects " +
+                        std::to_string(recv_count) + " elements from member " +
+                        std::to_string(recv_from) + ", which sends " + std::to_string(got) +
+                        "; senders and receivers must agree");
+  }
+
+ private:
+  static constexpr int permute_tag = 0;
+  static constexpr int create_tag = 0;
+
+  void start(int* argc, char*** argv) {
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (finalized)
+      throw usage_error(
+          "typeshard: mpi_devices: MPI is already finalized and cannot be initialised again; "
+          "create the mpi_devices before MPI_Finalize (or let it own MPI)");
+    if (!initialized) {
+      int provided = 0;
+      if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+        throw error("typeshard: mpi_devices: MPI_Init_thread failed; is this program started "
+                    "by mpirun (or as a singleton) with a working MPI installation?");
+      owns_mpi_ = true;
+      previous_terminate_ = std::set_terminate(&detail::mpi_terminate_handler);
+    }
+    adopt(MPI_COMM_WORLD);
+  }
+
+  void adopt(MPI_Comm comm) {
+    detail::mpi_check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_group(comm_, &group_);
+    const char* check = std::getenv("TYPESHARD_MPI_CHECK");
+    checks_ = check != nullptr && *check != '\0' && std::string_view(check) != "0";
+  }
+
+  // The backend running a per-device function on this thread, if any.
+  static const mpi_devices*& running() {
+    thread_local const mpi_devices* backend = nullptr;
+    return backend;
+  }
+
+  void check_devices(std::span<const device_id> devices) const {
+    std::vector<bool> seen(device_count(), false);
+    for (device_id d : devices) {
+      if (d >= device_count())
+        throw device_mesh_error("typeshard: device " + std::to_string(d) +
+                                " does not exist: this MPI job has " +
+                                std::to_string(device_count()) + " ranks, so devices 0 to " +
+                                std::to_string(device_count() - 1) +
+                                "; start it with more ranks (mpirun -np)");
+      if (seen[d])
+        throw device_mesh_error("typeshard: device " + std::to_string(d) +
+                                " appears twice in one operation; list each device once");
+      seen[d] = true;
+    }
+  }
+
+  // The communicator of a group: its members' ranks in group order, so that group rank j
+  // is communicator rank j. Made on first use with MPI_Comm_create_group, which is
+  // collective over the group only (MPI_Comm_split would need every rank, including ranks
+  // outside a mesh that uses a subset of them), and kept: never made per call.
+  MPI_Comm group_comm(const collective_group& g) {
+    if (running() != this)
+      throw usage_error(
+          "typeshard: a collective was called outside a per-device function; call it on "
+          "local blocks inside ts::shard_map (or a backend run() body)");
+    if (g.rank >= g.size() || g.members[g.rank] != index_)
+      throw usage_error("typeshard: internal: collective group rank " + std::to_string(g.rank) +
+                        " does not name the calling device");
+    ranks_.clear();
+    for (std::size_t m : g.members) {
+      if (m >= devices_.size())
+        throw usage_error("typeshard: internal: collective group member " + std::to_string(m) +
+                          " is not part of the run");
+      ranks_.push_back(static_cast<int>(devices_[m]));
+    }
+    auto it = comms_.find(ranks_);
+    if (it != comms_.end()) return it->second;
+    MPI_Group members = MPI_GROUP_NULL;
+    detail::mpi_check(MPI_Group_incl(group_, static_cast<int>(ranks_.size()), ranks_.data(),
+                                     &members),
+                      "MPI_Group_incl");
+    MPI_Comm c = MPI_COMM_NULL;
+    const int rc = MPI_Comm_create_group(comm_, members, create_tag, &c);
+    MPI_Group_free(&members);
+    detail::mpi_check(rc, "MPI_Comm_create_group");
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    return comms_.emplace(ranks_, c).first->second;
+  }
+
+  // TYPESHARD_MPI_CHECK: every member's signature, gathered and compared, as the thread
+  // pool compares them.
+  void verify(MPI_Comm c, const collective_group& g, std::uint64_t signature) {
+    if (!checks_) return;
+    gathered_.resize(g.size());
+    detail::mpi_check(MPI_Allgather(&signature, 1, MPI_UINT64_T, gathered_.data(), 1,
+                                    MPI_UINT64_T, c),
+                      "MPI_Allgather");
+    for (std::uint64_t s : gathered_)
+      if (s != signature)
+        throw usage_error(
+            "typeshard: the devices of a collective group called different collectives (or "
+            "the same with different sizes or element types); every device must call the "
+            "same collectives in the same order");
+  }
+
+  void verify_permutation(MPI_Comm c, const collective_group& g, element_type t,
+                          std::size_t send_count, std::size_t send_to, std::size_t recv_count,
+                          std::size_t recv_from) {
+    const std::array<std::uint64_t, 3> mine{detail::mpi_signature({5, code(t)}), send_to,
+                                            send_count};
+    gathered_.resize(3 * g.size());
+    detail::mpi_check(MPI_Allgather(mine.data(), 3, MPI_UINT64_T, gathered_.data(), 3,
+                                    MPI_UINT64_T, c),
+                      "MPI_Allgather");
+    for (std::size_t j = 0; j < g.size(); ++j) {
+      if (gathered_[3 * j] != mine[0])
+        throw usage_error(
+            "typeshard: the devices of a collective group called different collectives (or "
+            "the same with different sizes or element types); every device must call the "
+            "same collectives in the same order");
+      if (gathered_[3 * j + 1] == g.rank && j != recv_from)
+        throw usage_error("typeshard: ppermute: member " + std::to_string(j) +
+                          " sends to member " + std::to_string(g.rank) +
+                          ", which receives from " +
+                          (recv_from == no_peer ? std::string("nobody")
+                                                : "member " + std::to_string(recv_from)) +
+                          "; give a permutation (each member sends to one and receives "
+                          "from one)");
+    }
+    if (recv_from != no_peer && (gathered_[3 * recv_from + 1] != g.rank ||
+                                 gathered_[3 * recv_from + 2] != recv_count))
+      throw usage_error("typeshard: ppermute: member " + std::to_string(g.rank) + " expects " +
+                        std::to_string(recv_count) + " elements from member " +
+                        std::to_string(recv_from) + ", which sends " +
+                        std::to_string(gathered_[3 * recv_from + 2]) + " to member " +
+                        std::to_string(gathered_[3 * recv_from + 1]) +
+                        "; senders and receivers must agree");
+  }
+
+  static void check_counts(const collective_group& g, std::span<const std::size_t> counts,
+                           const char* what) {
+    if (counts.size() != g.size())
+      throw usage_error(std::string("typeshard: internal: ") + what + " got " +
+                        std::to_string(counts.size()) + " counts for a group of " +
+                        std::to_string(g.size()));
+  }
+
+  static std::size_t sum(std::span<const std::size_t> counts) {
+    std::size_t total = 0;
+    for (std::size_t c : counts) total += c;
+    return total;
+  }
+  static bool all_equal(std::span<const std::size_t> counts) {
+    for (std::size_t c : counts)
+      if (c != counts[0]) return false;
+    return true;
+  }
+  static std::size_t code(element_type t) {
+    return static_cast<std::size_t>(t.kind) * 1024 + t.size;
+  }
+  static int count(std::size_t n) { return detail::mpi_count(n, "a collective"); }
+
+  // A reusable staging area, grown as needed (never shrunk: the sizes repeat).
+  unsigned char* staging(std::size_t bytes) {
+    if (staging_.size() < bytes) staging_.resize(bytes);
+    return staging_.data();
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Group group_ = MPI_GROUP_NULL;
+  int rank_ = 0;
+  int size_ = 0;
+  bool owns_mpi_ = false;
+  bool checks_ = false;
+  std::terminate_handler previous_terminate_ = nullptr;
+
+  std::mutex run_mutex_;
+  std::span<const device_id> devices_;  // the current run's devices, by run index
+  std::size_t index_ = 0;               // this device's run index
+
+  std::map<std::vector<int>, MPI_Comm> comms_;
+  detail::mpi_types types_;
+  std::vector<int> ranks_, icounts_, idispls_;
+  std::vector<std::uint64_t> gathered_;
+  std::vector<unsigned char> staging_;
+};
+
+}  // namespace typeshard
