@@ -288,22 +288,28 @@ class cpu_devices final : public backend {
     std::mutex done_mutex;
     std::condition_variable done;
 
+    // Every task is made (which may allocate, and so throw) before any device starts: once
+    // one runs, run() must not leave before all have finished, for they use its locals.
+    std::vector<std::function<void()>> tasks;
+    tasks.reserve(devices.size());
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      tasks.emplace_back([&, i] {
+        detail::current_thread_device() = {&state, i};
+        try {
+          body(i);
+        } catch (...) {
+          failures[i] = std::current_exception();
+          state.abort();  // release the peers waiting for this device in a collective
+        }
+        detail::current_thread_device() = {};
+        std::lock_guard lock(done_mutex);
+        if (--remaining == 0) done.notify_one();
+      });
     for (std::size_t i = 0; i < devices.size(); ++i) {
       worker& w = *workers_[devices[i]];
       {
         std::lock_guard lock(w.mutex);
-        w.task = [&, i] {
-          detail::current_thread_device() = {&state, i};
-          try {
-            body(i);
-          } catch (...) {
-            failures[i] = std::current_exception();
-            state.abort();  // release the peers waiting for this device in a collective
-          }
-          detail::current_thread_device() = {};
-          std::lock_guard lock(done_mutex);
-          if (--remaining == 0) done.notify_one();
-        };
+        w.task = std::move(tasks[i]);  // noexcept
       }
       w.wake.notify_one();
     }
