@@ -25,3 +25,4 @@
 #include "sharded_array.hpp"
 #include "spec.hpp"
 #include "unreduced.hpp"
+#include "visualize.hpp"
