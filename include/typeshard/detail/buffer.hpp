@@ -3,10 +3,14 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <new>
 #include <span>
+#include <string>
 #include <type_traits>
+
+#include "../errors.hpp"
 
 namespace typeshard::detail {
 
@@ -26,7 +30,7 @@ class buffer {
   buffer() = default;
   explicit buffer(std::size_t n)
       : data_(n == 0 ? nullptr
-                     : static_cast<T*>(::operator new[](n * sizeof(T),
+                     : static_cast<T*>(::operator new[](bytes(n),
                                                        std::align_val_t{shard_alignment}))),
         size_(n) {}
 
@@ -37,6 +41,17 @@ class buffer {
   std::span<const T> span() const { return {data(), size_}; }
 
  private:
+  // n * sizeof(T), or a shape_error if that overflows size_t (n * sizeof(T) would wrap to
+  // a small allocation that the n elements then overrun).
+  static std::size_t bytes(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T))
+      throw shape_error("typeshard: a block of " + std::to_string(n) + " elements of " +
+                        std::to_string(sizeof(T)) +
+                        " bytes needs more bytes than size_t can count (the size overflows "
+                        "size_t); use smaller extents");
+    return n * sizeof(T);
+  }
+
   struct aligned_delete {
     void operator()(T* p) const { ::operator delete[](p, std::align_val_t{shard_alignment}); }
   };
