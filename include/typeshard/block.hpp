@@ -32,6 +32,7 @@
 #include "detail/buffer.hpp"
 #include "detail/diagnose.hpp"
 #include "detail/mesh_group.hpp"
+#include "detail/reduce_kernels.hpp"
 #include "diagnostics.hpp"
 #include "device_mesh.hpp"
 #include "errors.hpp"
@@ -356,11 +357,13 @@ auto operator/(const A& a, detail::block_scalar<A> s) {
 
 template <block_type A, block_type B>
 auto maximum(const A& a, const B& b) {
-  return detail::zip_blocks(a, b, [](auto x, auto y) { return x < y ? y : x; }, "maximum");
+  return detail::zip_blocks(
+      a, b, [](auto x, auto y) { return x < y || detail::is_nan(y) ? y : x; }, "maximum");
 }
 template <block_type A, block_type B>
 auto minimum(const A& a, const B& b) {
-  return detail::zip_blocks(a, b, [](auto x, auto y) { return y < x ? y : x; }, "minimum");
+  return detail::zip_blocks(
+      a, b, [](auto x, auto y) { return y < x || detail::is_nan(y) ? y : x; }, "minimum");
 }
 // relu(x) = max(x, 0); NaN passes through unchanged.
 template <block_type A>

@@ -21,6 +21,7 @@
 
 #include "detail/buffer.hpp"
 #include "detail/diagnose.hpp"
+#include "detail/reduce_kernels.hpp"
 #include "diagnostics.hpp"
 #include "errors.hpp"
 #include "sharded_array.hpp"
@@ -242,11 +243,11 @@ auto operator/(const A& a, const B& b) {
 }
 template <sharded_array_type A, sharded_array_type B>
 auto maximum(const A& a, const B& b) {
-  return zip(a, b, [](auto x, auto y) { return x < y ? y : x; });
+  return zip(a, b, [](auto x, auto y) { return x < y || detail::is_nan(y) ? y : x; });
 }
 template <sharded_array_type A, sharded_array_type B>
 auto minimum(const A& a, const B& b) {
-  return zip(a, b, [](auto x, auto y) { return y < x ? y : x; });
+  return zip(a, b, [](auto x, auto y) { return y < x || detail::is_nan(y) ? y : x; });
 }
 
 template <sharded_array_type A>

@@ -5,16 +5,28 @@
 // contiguous runs, so the compiler vectorises them.
 #pragma once
 
+#include <cmath>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "../backend/backend.hpp"
 #include "../errors.hpp"
 
 namespace typeshard::detail {
+
+// Whether v is a NaN. max and min take a NaN from any member, as XLA's do (so the result
+// does not depend on which device holds the NaN).
+template <class T>
+inline bool is_nan(const T& v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(v);
+  else
+    return false;
+}
 
 template <class T>
 inline void reduce_into(T* acc, const T* x, std::size_t n, reduce_op op) {
@@ -24,11 +36,13 @@ inline void reduce_into(T* acc, const T* x, std::size_t n, reduce_op op) {
       return;
     case reduce_op::max:
       if constexpr (requires(T a, T b) { a < b; })
-        for (std::size_t i = 0; i < n; ++i) acc[i] = acc[i] < x[i] ? x[i] : acc[i];
+        for (std::size_t i = 0; i < n; ++i)
+          acc[i] = acc[i] < x[i] || is_nan(x[i]) ? x[i] : acc[i];
       return;
     case reduce_op::min:
       if constexpr (requires(T a, T b) { a < b; })
-        for (std::size_t i = 0; i < n; ++i) acc[i] = x[i] < acc[i] ? x[i] : acc[i];
+        for (std::size_t i = 0; i < n; ++i)
+          acc[i] = x[i] < acc[i] || is_nan(x[i]) ? x[i] : acc[i];
       return;
   }
 }
