@@ -16,6 +16,10 @@
 // and reduces / reshards the product when an output spec is named. Without one, a result
 // unreduced over some axes keeps them in its type (reduce it with ts::reshard<Spec>).
 //
+// An operand may be a partial sum (unreduced over some axes, rule 3): matmul is linear in
+// each operand, so the product is a partial sum over those axes too (reduced when an output
+// spec is named), provided the other operand neither shards nor is partial over them.
+//
 // Run-time checks (dynamic extents): equal J and batch extents (shape_error), the same
 // device mesh (device_mesh_error).
 #pragma once
@@ -92,10 +96,10 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
   shape<Rank> c_global = a_global;
   c_global[D::out_k] = b_global[D::rhs_k];
   // The even or uneven variant of each reshard, for these extents (as ts::reshard decides).
-  const step_list<Rank> a_steps = reshard_steps<Mesh>(c.lhs, {}, c.lhs_gemm, a_global);
-  const step_list<Rank> b_steps = reshard_steps<Mesh>(c.rhs, {}, c.rhs_gemm, b_global);
-  step_list<Rank> out_steps;
-  if (c.out_named) out_steps = reshard_steps<Mesh>(c.local, c.contract, c.out, c_global);
+  const step_list<Rank> a_steps = lhs_steps<Mesh>(c, a_global);
+  const step_list<Rank> b_steps = rhs_steps<Mesh>(c, b_global);
+  step_list<Rank> c_steps;
+  if (c.out_named) c_steps = out_steps<Mesh>(c, c_global);
 
   std::vector<buffer<T>> out(Mesh::size);
   backend& bk = m.get_backend();
@@ -116,9 +120,8 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
     local_matmul<T, Mesh, Rank>(c, p, a, a_global, b, b_global, c0.data(), c_loc);
     a_own = {};  // free the gathered operands before the output's collectives
     b_own = {};
-    if (out_steps.count)
-      out[p] = run_steps_on<T, Mesh, Rank>(bk, p, c0.data(), c_global, c.local,
-                                           steps_span(out_steps));
+    if (c_steps.count)
+      out[p] = run_steps_on<T, Mesh, Rank>(bk, p, c0.data(), c_global, c.local, steps_span(c_steps));
     else
       out[p] = std::move(c0);
   });
@@ -172,12 +175,6 @@ constexpr bool check_matmul_arrays() {
   } else if constexpr (!std::is_same_v<typename a_t::value_type, typename b_t::value_type>) {
     return require<false, diagnostic::matmul_element_types_differ<typename a_t::value_type,
                                                                   typename b_t::value_type>>::value &&
-           false;
-  } else if constexpr (!a_t::unreduced_type::empty) {
-    return require<false, diagnostic::matmul_of_unreduced<typename a_t::unreduced_type>>::value &&
-           false;
-  } else if constexpr (!b_t::unreduced_type::empty) {
-    return require<false, diagnostic::matmul_of_unreduced<typename b_t::unreduced_type>>::value &&
            false;
   } else {
     return true;

@@ -16,7 +16,9 @@
 //               OutSpec    = ts::auto_out,          // or the output sharding you want
 //               LhsExtents = ts::dextents<rank>,    // rank: the longer spec, at least 2
 //               RhsExtents = LhsExtents,
-//               T          = float>                 // element type, for the byte counts
+//               T          = float,                 // element type, for the byte counts
+//               LhsUnreduced = ts::unreduced<>,     // operands that are partial sums (rule 3:
+//               RhsUnreduced = ts::unreduced<>>     //   matmul is linear in each operand)
 //
 // Members: lhs_spec / rhs_spec (the operands as given), lhs_gemm_spec / rhs_gemm_spec (what
 // the local GEMM reads), local_spec and local_unreduced (the local product), out_spec and
@@ -154,13 +156,25 @@ struct matmul_free_dims_share_axis {
   }
 };
 
-template <class Unreduced>
-struct matmul_of_unreduced {
+template <char... Axis>
+struct matmul_unreduced_conflict {
   static constexpr bool fire() {
-    static_assert(detail::always_false<Unreduced>,
-                  "typeshard: rule 3 (unreduced): ts::matmul of a value that is still a partial "
-                  "sum over a mesh axis; fix: reduce it first with ts::reshard<Spec>(x) or "
-                  "ts::psum<\"axis\">(x)");
+    static_assert(detail::always_false_chars<Axis...>,
+                  "typeshard: rule 3 (unreduced): one operand of ts::matmul is a partial sum over "
+                  "a mesh axis the other operand is sharded or unreduced over, so the local "
+                  "products would not add up to the product; fix: reduce the partial operand "
+                  "first with ts::reshard<Spec>(x) or ts::psum<\"axis\">(x)");
+    return true;
+  }
+};
+
+template <std::size_t Unused>
+struct matmul_too_many_partial_axes {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<Unused>,
+                  "typeshard: rule 3 (unreduced): the product would be a partial sum over more "
+                  "than 4 mesh axes (the contraction's and the operands' unreduced axes); fix: "
+                  "reduce an operand first with ts::reshard<Spec>(x)");
     return true;
   }
 };
@@ -278,16 +292,12 @@ constexpr matmul_step_list matmul_steps_of(const matmul_choice<Rank>& c,
                                            const matmul_shapes<Rank>& sh) {
   using D = matmul_dims<Rank>;
   matmul_step_list out;
-  append_reshard(out, matmul_operand::lhs, c.lhs,
-                 reshard_steps<Mesh>(c.lhs, {}, c.lhs_gemm, sh.lhs));
-  append_reshard(out, matmul_operand::rhs, c.rhs,
-                 reshard_steps<Mesh>(c.rhs, {}, c.rhs_gemm, sh.rhs));
+  append_reshard(out, matmul_operand::lhs, c.lhs, lhs_steps<Mesh>(c, sh.lhs));
+  append_reshard(out, matmul_operand::rhs, c.rhs, rhs_steps<Mesh>(c, sh.rhs));
   if (c.slice_lhs) out.push({matmul_step_kind::slice, matmul_operand::lhs, D::lhs_j, D::lhs_j, c.contract});
   if (c.slice_rhs) out.push({matmul_step_kind::slice, matmul_operand::rhs, D::rhs_j, D::rhs_j, c.contract});
   out.push({});
-  if (c.out_named)
-    append_reshard(out, matmul_operand::out, c.local,
-                   reshard_steps<Mesh>(c.local, c.contract, c.out, sh.out()));
+  if (c.out_named) append_reshard(out, matmul_operand::out, c.local, out_steps<Mesh>(c, sh.out()));
   return out;
 }
 
@@ -381,6 +391,12 @@ constexpr bool check_matmul_choice() {
     return require<false, diagnostic::matmul_batch_specs_differ<Dim>>::value && false;
   } else if constexpr (Problem == matmul_problem::free_dims_share_axis) {
     return require_named<false, Axis, diagnostic::matmul_free_dims_share_axis>::value && false;
+  } else if constexpr (Problem == matmul_problem::unreduced_conflict) {
+    return require_named<false, Axis, diagnostic::matmul_unreduced_conflict>::value && false;
+  } else if constexpr (Problem == matmul_problem::too_many_partial_axes) {
+    // <Dim>, not a constant: the argument must depend on this template, or the diagnostic
+    // would fire when the header is parsed.
+    return require<false, diagnostic::matmul_too_many_partial_axes<Dim>>::value && false;
   } else {
     return true;
   }
@@ -390,7 +406,8 @@ constexpr bool check_matmul_choice() {
 
 template <mesh_type Mesh, spec_type LhsSpec, spec_type RhsSpec, class OutSpec = auto_out,
           extents_type LhsExtents = dextents<detail::default_matmul_rank<LhsSpec, RhsSpec>>,
-          extents_type RhsExtents = LhsExtents, class T = float>
+          extents_type RhsExtents = LhsExtents, class T = float,
+          unreduced_type LhsUnreduced = unreduced<>, unreduced_type RhsUnreduced = unreduced<>>
 struct matmul_plan {
   static constexpr std::size_t rank = LhsExtents::rank;
   using mesh_type = Mesh;
@@ -419,9 +436,10 @@ struct matmul_plan {
       c.rhs = c.rhs_gemm = detail::spec_array_of<RhsSpec, R>();
       return c;
     } else {
-      return detail::plan_matmul<Mesh, R>(detail::spec_array_of<LhsSpec, R>(),
-                                          detail::spec_array_of<RhsSpec, R>(), out_named,
-                                          detail::spec_array_of<padded_out, R>(), shapes());
+      return detail::plan_matmul<Mesh, R>(
+          detail::spec_array_of<LhsSpec, R>(), detail::spec_array_of<RhsSpec, R>(), out_named,
+          detail::spec_array_of<padded_out, R>(), shapes(),
+          detail::unreduced_list<LhsUnreduced>(), detail::unreduced_list<RhsUnreduced>());
     }
   }
 
@@ -439,8 +457,8 @@ struct matmul_plan {
   using lhs_gemm_spec = decltype(detail::spec_from<choice.lhs_gemm>(std::make_index_sequence<R>{}));
   using rhs_gemm_spec = decltype(detail::spec_from<choice.rhs_gemm>(std::make_index_sequence<R>{}));
   using local_spec = decltype(detail::spec_from<choice.local>(std::make_index_sequence<R>{}));
-  using local_unreduced = decltype(detail::unreduced_from<choice.contract>(
-      std::make_index_sequence<choice.contract.count>{}));
+  using local_unreduced = decltype(detail::unreduced_from<choice.partial>(
+      std::make_index_sequence<choice.partial.count>{}));
   using out_spec = decltype(detail::spec_from<choice.out>(std::make_index_sequence<R>{}));
   using out_unreduced = decltype(detail::unreduced_from<choice.out_unreduced>(
       std::make_index_sequence<choice.out_unreduced.count>{}));
@@ -495,6 +513,7 @@ struct matmul_plan {
 template <class A, class B, class OutSpec = auto_out>
 using matmul_plan_for =
     matmul_plan<typename A::mesh_type, typename A::spec, typename B::spec, OutSpec,
-                typename A::extents_type, typename B::extents_type, typename A::value_type>;
+                typename A::extents_type, typename B::extents_type, typename A::value_type,
+                typename A::unreduced_type, typename B::unreduced_type>;
 
 }  // namespace typeshard

@@ -139,6 +139,24 @@ static_assert(seed004::flops_per_device == 2.0 * 4096 * 4096 * 4096);  // one ma
 using batched3 = ts::matmul_plan<mesh_2x2, ts::spec<"x", none, "y">, ts::spec<"x", "y", none>>;
 static_assert(gives<batched3, ts::spec<"x", none, none>, ts::unreduced<"y">>);
 
+// ---- partial-sum operands (rule 3: matmul is linear in each operand) --------------------
+using partial_lhs = ts::matmul_plan<mesh_2x2, ts::spec<none, none>, ts::spec<none, "y">, ts::auto_out,
+                                    ts::extents<4, 4>, ts::extents<4, 4>, float, ts::unreduced<"x">>;
+static_assert(gives<partial_lhs, ts::spec<none, "y">, ts::unreduced<"x">>);
+static_assert(ts::communication_free<partial_lhs>);
+using partial_both = ts::matmul_plan<mesh_2x2, ts::spec<none, "x">, ts::spec<"x", none>, ts::spec<none, none>,
+                                     ts::extents<4, 4>, ts::extents<4, 4>, float, ts::unreduced<"y">>;
+static_assert(partial_both::steps.size() == 2 && partial_both::steps[1].kind == kind::psum &&
+              partial_both::steps[1].axes.count == 2);  // one psum over x and y
+static_assert(std::is_same_v<partial_both::local_unreduced, ts::unreduced<"x", "y">>);
+// rhs sharded over the axis lhs is partial over: the planner refuses (a compile error in ts::matmul).
+static_assert(ts::detail::plan_matmul<mesh_2x2, 2>(
+                  ts::detail::spec_array_of<ts::spec<none, none>, 2>(),
+                  ts::detail::spec_array_of<ts::spec<none, "x">, 2>(), false, {},
+                  ts::detail::matmul_shapes<2>{{4, 4}, {4, 4}, 4},
+                  ts::detail::unreduced_list<ts::unreduced<"x">>(), {})
+                  .problem == ts::detail::matmul_problem::unreduced_conflict);
+
 // ---- dynamic extents: the documented rule (all extents taken equal) ---------------------
 using dyn_plan = ts::matmul_plan<mesh_2x2, ts::spec<none, "x">, ts::spec<none, none>>;
 static_assert(!dyn_plan::extents_static && dyn_plan::bytes_per_device == 0);

@@ -14,10 +14,12 @@
 //   2. the local GEMM on every device. Both operands' J blocks are the S-blocks, or one
 //      operand holds all of J and reads the S-block of it in place ("slice(lhs, dim 1,
 //      over x)": no copy, no communication);
-//   3. the local product is C0 = [batch..., lhs_gemm's I, rhs_gemm's K] unreduced over S.
-//      With no output spec that is the result (DESIGN rule 2: the type says it is a
-//      partial sum); with one, C0 is resharded to it: psum / psum_scatter reduce S, then
-//      any gather or slice the output needs.
+//   3. the local product is C0 = [batch..., lhs_gemm's I, rhs_gemm's K] unreduced over S
+//      (and over the axes an operand was already unreduced over: matmul is linear in each
+//      operand, rule 3; the other operand must neither shard nor be partial over them, and
+//      a partial operand stays partial through its reshard). With no output spec that is
+//      the result (DESIGN rule 2: the type says it is a partial sum); with one, C0 is
+//      resharded to it: psum / psum_scatter reduce, then any gather or slice it needs.
 //
 // Which plan (DESIGN rule 2):
 //   no output spec, by rule:
@@ -62,6 +64,8 @@ enum class matmul_problem {
   none,
   batch_specs_differ,    // `dim`: a leading dimension sharded differently in lhs and rhs
   free_dims_share_axis,  // `axis`: case 4 without an output spec
+  unreduced_conflict,    // `axis`: one operand is unreduced over an axis the other uses
+  too_many_partial_axes  // the product would be unreduced over more than 4 axes
 };
 
 // The dimensions of C[..., I, K] = A[..., I, J] . B[..., J, K] for operands of rank Rank.
@@ -81,14 +85,16 @@ struct matmul_choice {
   axis_name problem_axis{};
 
   spec_array<Rank> lhs{}, rhs{};            // the operands as given
+  dim_spec lhs_unreduced{}, rhs_unreduced{};  // ... and the axes they are partial sums over
   spec_array<Rank> lhs_gemm{}, rhs_gemm{};  // what the local GEMM reads (after resharding)
   dim_spec contract{};                      // S: the local products are partial over it
+  dim_spec partial{};                       // S and the operands' unreduced axes: C0's
   bool slice_lhs = false;                   // lhs holds all of J; the GEMM reads its S-block
   bool slice_rhs = false;                   // the same for rhs
   spec_array<Rank> local{};                 // C0, the local product (unreduced over S)
   bool out_named = false;
   spec_array<Rank> out{};                   // the result's sharding
-  dim_spec out_unreduced{};                 // the result's unreduced axes (S when unnamed)
+  dim_spec out_unreduced{};                 // the result's unreduced axes (partial if unnamed)
 };
 
 // The sizes a cost is computed for.
@@ -170,11 +176,27 @@ constexpr bool even_between(const spec_array<Rank>& a, const spec_array<Rank>& b
   return is_even<Mesh>(a, global) && is_even<Mesh>(b, global);
 }
 
-// The steps reshard runs from (from, unreduced) to `to`, fully reduced.
+// The steps reshard runs from (from, unreduced) to (to, keep).
 template <class Mesh, std::size_t Rank>
 constexpr step_list<Rank> reshard_steps(const spec_array<Rank>& from, const dim_spec& unreduced,
-                                        const spec_array<Rank>& to, const shape<Rank>& global) {
-  return plan_reshard(from, unreduced, to, dim_spec{}, even_between<Mesh>(from, to, global));
+                                        const spec_array<Rank>& to, const dim_spec& keep,
+                                        const shape<Rank>& global) {
+  return plan_reshard(from, unreduced, to, keep, even_between<Mesh>(from, to, global));
+}
+
+// The three reshards of a plan: each operand to what the GEMM reads (a partial-sum operand
+// stays partial: gathering partial sums is linear), and the product to the output, reduced.
+template <class Mesh, std::size_t Rank>
+constexpr step_list<Rank> lhs_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+  return reshard_steps<Mesh>(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, global);
+}
+template <class Mesh, std::size_t Rank>
+constexpr step_list<Rank> rhs_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+  return reshard_steps<Mesh>(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, global);
+}
+template <class Mesh, std::size_t Rank>
+constexpr step_list<Rank> out_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+  return reshard_steps<Mesh>(c.local, c.partial, c.out, dim_spec{}, global);
 }
 
 // Bytes received per device by a reshard's steps, and how many of them are collectives.
@@ -230,8 +252,22 @@ constexpr bool complete_local(matmul_choice<Rank>& c) {
   }
   c.local[D::out_i] = c.lhs_gemm[D::lhs_i];
   c.local[D::out_k] = c.rhs_gemm[D::rhs_k];
-  // An axis may not shard two dimensions of C0, nor shard one and be unreduced.
-  return no_axis_twice(c.local) && uses_none_of(c.local, c.contract);
+  // The local product is partial over S and over the operands' unreduced axes (a partial
+  // sum times a full value is a partial sum: matmul is linear on each side).
+  dim_spec operands_u = c.lhs_unreduced;
+  for (std::size_t a = 0; a < c.rhs_unreduced.count; ++a) {
+    if (operands_u.count == dim_spec::max_axes) return false;
+    operands_u.axes[operands_u.count++] = c.rhs_unreduced.axes[a];
+  }
+  c.partial = c.contract;
+  for (std::size_t a = 0; a < operands_u.count; ++a) {
+    if (c.partial.count == dim_spec::max_axes) return false;
+    c.partial.axes[c.partial.count++] = operands_u.axes[a];
+  }
+  // An operand's unreduced axis may not shard anything the GEMM reads; an axis may not
+  // shard two dimensions of C0, nor shard one and be unreduced.
+  return uses_none_of(c.lhs_gemm, operands_u) && uses_none_of(c.rhs_gemm, operands_u) &&
+         no_axis_twice(c.local) && uses_none_of(c.local, c.partial);
 }
 
 // The cost of a completed candidate for the given shapes.
@@ -239,14 +275,10 @@ template <class Mesh, std::size_t Rank>
 constexpr matmul_cost cost_of(const matmul_choice<Rank>& c, const matmul_shapes<Rank>& sh) {
   using D = matmul_dims<Rank>;
   matmul_cost cost;
-  add_reshard_cost<Mesh>(cost, c.lhs, reshard_steps<Mesh>(c.lhs, {}, c.lhs_gemm, sh.lhs), sh.lhs,
-                         sh.element_size);
-  add_reshard_cost<Mesh>(cost, c.rhs, reshard_steps<Mesh>(c.rhs, {}, c.rhs_gemm, sh.rhs), sh.rhs,
-                         sh.element_size);
+  add_reshard_cost<Mesh>(cost, c.lhs, lhs_steps<Mesh>(c, sh.lhs), sh.lhs, sh.element_size);
+  add_reshard_cost<Mesh>(cost, c.rhs, rhs_steps<Mesh>(c, sh.rhs), sh.rhs, sh.element_size);
   const shape<Rank> out = sh.out();
-  if (c.out_named)
-    add_reshard_cost<Mesh>(cost, c.local, reshard_steps<Mesh>(c.local, c.contract, c.out, out), out,
-                           sh.element_size);
+  if (c.out_named) add_reshard_cost<Mesh>(cost, c.local, out_steps<Mesh>(c, out), out, sh.element_size);
   const double j_block =
       static_cast<double>(block_extent(sh.lhs[D::lhs_j], shards_of<Mesh>(c.contract)));
   cost.flops = 2 * block_elements<Mesh>(c.local, out) * j_block;
@@ -260,7 +292,7 @@ constexpr double gather_j_bytes(const spec_array<Rank>& s, std::size_t j, const 
   spec_array<Rank> to = s;
   to[j] = dim_spec{};
   matmul_cost cost;
-  add_reshard_cost<Mesh>(cost, s, reshard_steps<Mesh>(s, {}, to, global), global, element_size);
+  add_reshard_cost<Mesh>(cost, s, reshard_steps<Mesh>(s, {}, to, {}, global), global, element_size);
   return cost.bytes;
 }
 
@@ -268,12 +300,12 @@ constexpr double gather_j_bytes(const spec_array<Rank>& s, std::size_t j, const 
 
 // No output spec: DESIGN rule 2's case rules (see the header comment).
 template <class Mesh, std::size_t Rank>
-constexpr matmul_choice<Rank> plan_by_rule(const spec_array<Rank>& lhs, const spec_array<Rank>& rhs,
-                                           const matmul_shapes<Rank>& sh) {
+constexpr matmul_choice<Rank> plan_by_rule(matmul_choice<Rank> c, const matmul_shapes<Rank>& sh) {
   using D = matmul_dims<Rank>;
-  matmul_choice<Rank> c;
-  c.lhs = c.lhs_gemm = lhs;
-  c.rhs = c.rhs_gemm = rhs;
+  const spec_array<Rank> lhs = c.lhs;
+  const spec_array<Rank> rhs = c.rhs;
+  c.lhs_gemm = lhs;
+  c.rhs_gemm = rhs;
   const dim_spec& aj = lhs[D::lhs_j];  // references: see complete_local
   const dim_spec& bj = rhs[D::rhs_j];
   if (aj == bj) {
@@ -307,9 +339,13 @@ constexpr matmul_choice<Rank> plan_by_rule(const spec_array<Rank>& lhs, const sp
     c.local = c.out = lhs;  // placeholders: the plan's types stay well-formed
     return c;
   }
-  [[maybe_unused]] const bool ok = complete_local(c);  // always true after the rules above
+  if (!complete_local(c)) {  // only when the partial axes outnumber a dim_spec's 4
+    c.problem = matmul_problem::too_many_partial_axes;
+    c.local = c.out = lhs;
+    return c;
+  }
   c.out = c.local;
-  c.out_unreduced = c.contract;
+  c.out_unreduced = c.partial;
   return c;
 }
 
@@ -348,10 +384,11 @@ constexpr operand_options<Rank> options_for(const spec_array<Rank>& s, std::size
 
 // Output spec named: the cheapest valid candidate (see the header comment).
 template <class Mesh, std::size_t Rank>
-constexpr matmul_choice<Rank> plan_by_cost(const spec_array<Rank>& lhs, const spec_array<Rank>& rhs,
-                                           const spec_array<Rank>& out,
+constexpr matmul_choice<Rank> plan_by_cost(const matmul_choice<Rank>& given, const spec_array<Rank>& out,
                                            const matmul_shapes<Rank>& sh) {
   using D = matmul_dims<Rank>;
+  const spec_array<Rank>& lhs = given.lhs;
+  const spec_array<Rank>& rhs = given.rhs;
   const operand_options<Rank> lo = options_for(lhs, D::lhs_i, D::lhs_j, out[D::out_i]);
   const operand_options<Rank> ro = options_for(rhs, D::rhs_k, D::rhs_j, out[D::out_k]);
   matmul_choice<Rank> best;
@@ -359,12 +396,9 @@ constexpr matmul_choice<Rank> plan_by_cost(const spec_array<Rank>& lhs, const sp
   bool found = false;
   for (std::size_t i = 0; i < lo.count; ++i) {
     for (std::size_t j = 0; j < ro.count; ++j) {
-      matmul_choice<Rank> c;
-      c.lhs = lhs;
-      c.rhs = rhs;
+      matmul_choice<Rank> c = given;
       c.lhs_gemm = lo.specs[i];
       c.rhs_gemm = ro.specs[j];
-      c.out_named = true;
       c.out = out;
       if (!complete_local(c)) continue;
       const matmul_cost cost = cost_of<Mesh>(c, sh);
@@ -375,28 +409,58 @@ constexpr matmul_choice<Rank> plan_by_cost(const spec_array<Rank>& lhs, const sp
       }
     }
   }
-  // Gathering every J and free dimension always multiplies locally, so `found` holds.
+  // Gathering every J and free dimension always multiplies locally (unless the partial
+  // axes outnumber 4), so `found` holds.
+  if (!found) {
+    best = given;
+    best.problem = matmul_problem::too_many_partial_axes;
+    best.local = best.out = lhs;
+  }
   return best;
 }
 
+// The first axis of `u` that `spec` or `other_u` uses, or an empty name.
+template <std::size_t Rank>
+constexpr axis_name unreduced_clash(const dim_spec& u, const spec_array<Rank>& spec,
+                                    const dim_spec& other_u) {
+  for (std::size_t a = 0; a < u.count; ++a)
+    if (uses_axis(spec, u.axes[a]) || other_u.uses(u.axes[a])) return u.axes[a];
+  return {};
+}
+
 // The plan for lhs . rhs on Mesh: by rule without an output spec, by cost with one.
-// `out` is ignored unless out_named.
+// `out` is ignored unless out_named. lhs_u / rhs_u: the axes an operand is a partial sum
+// over (rule 3 allows matmul on partial sums: it is linear in each operand), which the
+// other operand must neither shard nor be partial over.
 template <class Mesh, std::size_t Rank>
 constexpr matmul_choice<Rank> plan_matmul(const spec_array<Rank>& lhs, const spec_array<Rank>& rhs,
                                           bool out_named, const spec_array<Rank>& out,
-                                          const matmul_shapes<Rank>& sh) {
+                                          const matmul_shapes<Rank>& sh,
+                                          const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {}) {
+  matmul_choice<Rank> c;
+  c.lhs = c.lhs_gemm = c.local = c.out = lhs;  // placeholders until a plan is found
+  c.rhs = c.rhs_gemm = rhs;
+  c.lhs_unreduced = lhs_u;
+  c.rhs_unreduced = rhs_u;
   for (std::size_t d = 0; d < matmul_dims<Rank>::batch; ++d) {
     if (!(lhs[d] == rhs[d])) {
-      matmul_choice<Rank> c;
-      c.lhs = c.lhs_gemm = lhs;
-      c.rhs = c.rhs_gemm = rhs;
       c.problem = matmul_problem::batch_specs_differ;
       c.problem_dim = d;
-      c.local = c.out = lhs;  // placeholders: the plan's types stay well-formed
       return c;
     }
   }
-  return out_named ? plan_by_cost<Mesh>(lhs, rhs, out, sh) : plan_by_rule<Mesh>(lhs, rhs, sh);
+  axis_name clash = unreduced_clash(lhs_u, rhs, rhs_u);
+  if (clash.empty()) clash = unreduced_clash(rhs_u, lhs, lhs_u);
+  if (!clash.empty()) {
+    c.problem = matmul_problem::unreduced_conflict;
+    c.problem_axis = clash;
+    return c;
+  }
+  if (out_named) {
+    c.out_named = true;
+    return plan_by_cost<Mesh>(c, out, sh);
+  }
+  return plan_by_rule<Mesh>(c, sh);
 }
 
 // The shapes a compile-time plan is costed for: the static extents when every extent of
