@@ -3,7 +3,8 @@
 // Reproduces, on 8 simulated CPU devices:
 //   - seed 001 ("Parallelization Basics") sections 1-2: the 2x2 mesh and its device ids, an
 //     8192 x 8192 matrix of ones sharded P('x', 'y') with its addressable_shards listing,
-//     and each sharding strategy of section 2.4 with its picture;
+//     each sharding strategy of section 2.4 with its picture, and the replicated layout of
+//     section 3's results;
 //   - seed 003 (Cophy2024) exercise 1: a 16 x 16 array on a 1-D mesh of 8, on half of the
 //     devices, transposed, 2-D, transposed 2-D, on a partial 2-D mesh, and on the
 //     "mysterious" device order, each with its picture.
@@ -152,7 +153,10 @@ int main() {
                                 {{{0, 1}}, {{2, 3}}});
   show<ts::spec<ts::none, "y">>("rows replicated, columns over y", mesh_2d, matrix,
                                 {{{0, 2}, {1, 3}}});
-  show<ts::spec<ts::none, ts::none>>("replicated", mesh_2d, matrix, {{{0, 1, 2, 3}}});
+  // Section 3's replicated results (cases 2 and 3), on its 4 x 4 matrices: a replicated
+  // 8192 x 8192 copy would put 1 GB in the shards for the same picture.
+  const ts::host_tensor<float, 2> small = ts::reshape<2>(ts::arange<float>(16), {4, 4});
+  show<ts::spec<ts::none, ts::none>>("replicated", mesh_2d, small, {{{0, 1, 2, 3}}});
 
   // ---- seed 003, exercise 1: a 16 x 16 array on 8 devices -----------------------------------
   section("seed 003: a 16 x 16 array, sharded in every way exercise 1 asks for");
