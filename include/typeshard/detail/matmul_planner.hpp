@@ -35,8 +35,9 @@
 //   output spec named, by cost: every candidate below is valid or skipped, and the one
 //   moving the fewest bytes per device wins; ties go to fewer flops per device (no
 //   replicated compute), then to fewer collectives, then to the first in enumeration order
-//   (lhs's options outer, rhs's inner; each: keep, gather J, I/K as the output wants it,
-//   gather I/K, then the same with J gathered). Candidates per operand: J kept or gathered;
+//   (lhs's options outer, rhs's inner; each: as given, free dimension as the output wants
+//   it, free dimension gathered, then those three with J gathered; duplicates and specs
+//   using an axis twice dropped). Candidates per operand: J kept or gathered;
 //   the free dimension (I for lhs, K for rhs) kept, gathered, or moved to the output's
 //   sharding of it. Batch dimensions never move before the GEMM (they must match).
 //
