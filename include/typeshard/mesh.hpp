@@ -51,6 +51,16 @@ constexpr std::size_t first_repeated_axis(const std::array<axis, Rank>& axes) {
   return npos;
 }
 
+// The name of axes[i], or an empty name when i is out of range (npos, or a mesh of no axes).
+template <std::size_t Rank>
+constexpr axis_name name_at(const std::array<axis, Rank>& axes, std::size_t i) {
+  if constexpr (Rank == 0) {
+    return axis_name{};
+  } else {
+    return i < Rank ? axes[i].name : axis_name{};
+  }
+}
+
 template <std::size_t Rank>
 constexpr std::size_t first_empty_axis(const std::array<axis, Rank>& axes) {
   for (std::size_t i = 0; i < Rank; ++i)
@@ -72,8 +82,7 @@ struct mesh {
  private:
   static constexpr std::size_t repeated_ = detail::first_repeated_axis(axes);
   static constexpr std::size_t empty_ = detail::first_empty_axis(axes);
-  static_assert(detail::require_named<repeated_ == detail::npos,
-                                      axes[repeated_ == detail::npos ? 0 : repeated_].name,
+  static_assert(detail::require_named<repeated_ == detail::npos, detail::name_at(axes, repeated_),
                                       diagnostic::duplicate_mesh_axis>::value);
   static_assert(detail::require<empty_ == detail::npos,
                                 diagnostic::mesh_axis_of_size_zero<empty_>>::value);
