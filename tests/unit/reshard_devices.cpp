@@ -1,0 +1,115 @@
+// reshard beyond spec pairs: onto a reordering of the device mesh (seed 002's permuted
+// devices), the error for a different device set (seed 002's mismatch, naming both),
+// static extents (the plan decided at compile time, uneven included), no-op reshards
+// sharing the shards, and the efficient paths matmul builds on (one collective, no copy).
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+
+#include <typeshard/typeshard.hpp>
+
+namespace ts = typeshard;
+
+namespace {
+
+using mesh_4x2 = ts::mesh<ts::axis("a", 4), ts::axis("b", 2)>;
+using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
+
+ts::host_tensor<int, 2> random_tensor(std::size_t r, std::size_t c, std::mt19937& rng) {
+  ts::host_tensor<int, 2> t({r, c});
+  std::uniform_int_distribution<int> v(-99, 99);
+  for (int& x : t.values()) x = v(rng);
+  return t;
+}
+
+unsigned seed() {
+  static const unsigned s = std::random_device{}();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("reshard onto a permutation of the devices (seed 002's [0, 1, 2, 3, 6, 7, 4, 5])",
+          "[reshard][devices]") {
+  INFO("seed " << seed());
+  std::mt19937 rng(seed());
+  ts::cpu_devices devices{8};
+  ts::device_mesh<mesh_4x2> plain{devices};
+  ts::device_mesh<mesh_4x2> permuted{devices, {0, 1, 2, 3, 6, 7, 4, 5}};
+  for (bool even : {true, false}) {
+    const auto host = even ? random_tensor(8, 4, rng) : random_tensor(7, 3, rng);
+    const auto y = ts::device_put<ts::spec<"a", "b">>(plain, host);
+    const auto z = ts::reshard<ts::spec<"a", "b">>(y, permuted);
+    CHECK(z.device_mesh() == permuted);
+    CHECK(ts::to_host(z) == host);
+    // Each device holds the block of its position in the target mesh.
+    for (const auto& s : z.addressable_shards())
+      CHECK(s.device.id == permuted.devices()[s.mesh_position]);
+    const auto w = ts::reshard<ts::spec<ts::none, "a">>(z, plain);
+    CHECK(ts::to_host(w) == host);
+    // Now the two can meet in one operation.
+    CHECK(ts::to_host(ts::reshard<ts::spec<ts::none, "a">>(y) + w) ==
+          ts::to_host(ts::map(w, [](int v) { return 2 * v; })));
+  }
+}
+
+TEST_CASE("reshard between different device sets is an error naming both (seed 002)", "[reshard][devices]") {
+  ts::cpu_devices devices{8};
+  ts::device_mesh<mesh_2x2> first{devices, {0, 1, 2, 3}};
+  ts::device_mesh<mesh_2x2> second{devices, {4, 5, 6, 7}};
+  const auto y = ts::device_put<ts::spec<"x", "y">>(first, ts::host_tensor<int, 2>({2, 2}, {1, 2, 3, 4}));
+  try {
+    (void)ts::reshard<ts::spec<"x", "y">>(y, second);
+    FAIL("no exception");
+  } catch (const ts::device_mesh_error& e) {
+    const std::string what = e.what();
+    CHECK(what.rfind("typeshard: ", 0) == 0);
+    CHECK(what.find("on devices [0, 1, 2, 3]") != std::string::npos);
+    CHECK(what.find("on devices [4, 5, 6, 7]") != std::string::npos);
+  }
+  ts::cpu_devices other{4};
+  ts::device_mesh<mesh_2x2> elsewhere{other};
+  using both = ts::spec<"x", "y">;
+  CHECK_THROWS_AS(ts::reshard<both>(y, elsewhere), ts::device_mesh_error);
+}
+
+TEST_CASE("reshard with static extents: the plan is chosen at compile time", "[reshard]") {
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  std::mt19937 rng(seed());
+  const auto even = random_tensor(4, 6, rng);
+  const auto a = ts::device_put<ts::spec<"x", "y">, ts::extents<4, 6>>(m, even);
+  using plan = ts::reshard_plan_for<decltype(a), ts::spec<"y", "x">>;
+  static_assert(plan::evenness == ts::shard_evenness::even);
+  static_assert(plan::count<ts::reshard_step_kind::all_to_all> == 1);
+  const auto b = ts::reshard<ts::spec<"y", "x">>(a);
+  static_assert(std::is_same_v<decltype(b)::extents_type, ts::extents<4, 6>>);
+  CHECK(ts::to_host(b) == even);
+
+  const auto odd = random_tensor(5, 3, rng);
+  const auto c = ts::device_put<ts::spec<"x", "y">, ts::extents<5, 3>>(m, odd);
+  using uneven_plan = ts::reshard_plan_for<decltype(c), ts::spec<"y", "x">>;
+  static_assert(uneven_plan::evenness == ts::shard_evenness::uneven);
+  static_assert(uneven_plan::count<ts::reshard_step_kind::all_to_all> == 0);
+  CHECK(ts::to_host(ts::reshard<ts::spec<"y", "x">>(c)) == odd);
+}
+
+TEST_CASE("reshard: nothing to do shares the shards; one step writes straight into the result",
+          "[reshard]") {
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  std::mt19937 rng(seed());
+  const auto host = random_tensor(4, 4, rng);
+  const auto a = ts::device_put<ts::spec<"x">>(m, host);  // the same sharding as spec<"x", none>
+  const auto same = ts::reshard<ts::spec<"x", ts::none>>(a);
+  for (std::size_t p = 0; p < 4; ++p) CHECK(same.local_data(p).data() == a.local_data(p).data());
+  // Dropping the contracting dimension's axis (matmul's case 2) is one all_gather.
+  using gather = ts::reshard_plan_for<decltype(a), ts::spec<ts::none, ts::none>>;
+  static_assert(gather::steps.size() == 1 && gather::steps[0].kind == ts::reshard_step_kind::all_gather);
+  // Replicated to sharded moves nothing.
+  const auto r = ts::reshard<ts::spec<ts::none, ts::none>>(a);
+  using slice = ts::reshard_plan_for<decltype(r), ts::spec<"y", "x">>;
+  static_assert(ts::communication_free<slice>);
+  CHECK(ts::to_host(ts::reshard<ts::spec<"y", "x">>(r)) == host);
+}
