@@ -196,3 +196,21 @@ TEST_CASE("backend: opaque elements move but do not reduce; complex has no max",
     d.all_reduce({ids, i}, ts::element_type_of<std::complex<float>>, ts::reduce_op::max, &w, &w, 1);
   }), Catch::Contains("complex: sum only"));
 }
+
+TEST_CASE("backend: all_reduce of a large array (streaming stores), in place and not", "[collectives][backend]") {
+  ts::cpu_devices d{3};
+  const auto ids = everyone(3);
+  const std::size_t count = (std::size_t{12} << 20) / sizeof(float) + 5;  // above the threshold, odd
+  for (bool in_place : {false, true}) {
+    std::vector<std::vector<float>> in(3, std::vector<float>(count)), out(3, std::vector<float>(count));
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t k = 0; k < count; ++k) in[i][k] = static_cast<float>((k * (i + 1)) % 1000);
+    std::vector<float> expect(count);
+    for (std::size_t k = 0; k < count; ++k) expect[k] = (in[0][k] + in[1][k]) + in[2][k];
+    d.run(ids, [&](std::size_t i) {
+      float* dst = in_place ? in[i].data() : out[i].data();
+      d.all_reduce({ids, i}, ts::element_type_of<float>, ts::reduce_op::sum, in[i].data(), dst, count);
+    });
+    for (std::size_t i = 0; i < 3; ++i) CHECK((in_place ? in : out)[i] == expect);
+  }
+}

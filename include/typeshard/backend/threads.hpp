@@ -34,6 +34,7 @@
 #include "../detail/barrier.hpp"
 #include "../detail/function_ref.hpp"
 #include "../detail/reduce_kernels.hpp"
+#include "../detail/stream_copy.hpp"
 #include "../errors.hpp"
 #include "backend.hpp"
 
@@ -205,6 +206,8 @@ class cpu_devices final : public backend {
       const std::size_t per = (count + n - 1) / n;
       const std::size_t begin = std::min(count, g.rank * per);
       const std::size_t end = std::min(count, begin + per);
+      // Large outputs are written with streaming stores (detail/stream_copy.hpp).
+      const bool stream = count * t.size >= detail::stream_threshold_bytes;
       alignas(64) unsigned char scratch[chunk_bytes];
       for (std::size_t c = begin; c < end; c += chunk_elements(t)) {
         const std::size_t len = std::min(chunk_elements(t), end - c);
@@ -213,9 +216,15 @@ class cpu_devices final : public backend {
         for (std::size_t j = 1; j < n; ++j)
           detail::reduce_into(t, scratch, static_cast<const unsigned char*>(calls[j].send) + at,
                               len, op);
-        for (std::size_t j = 0; j < n; ++j)
-          std::memcpy(static_cast<unsigned char*>(calls[j].recv) + at, scratch, len * t.size);
+        for (std::size_t j = 0; j < n; ++j) {
+          unsigned char* out = static_cast<unsigned char*>(calls[j].recv) + at;
+          if (stream)
+            detail::stream_copy(out, scratch, len * t.size);
+          else
+            std::memcpy(out, scratch, len * t.size);
+        }
       }
+      if (stream) detail::stream_fence();
     });
   }
 
