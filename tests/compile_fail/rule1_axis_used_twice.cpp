@@ -1,0 +1,27 @@
+// expect: typeshard: rule 1 \(spec\): a mesh axis appears more than once in the spec
+// P('x', 'x'): the same mesh axis shards two dimensions.
+//
+// Full output (clang++ 14), one error; the repeated axis is spelled in the first note:
+//   diagnostics.hpp:60:5: error: static_assert failed due to requirement
+//       'detail::always_false_chars<'x'>' "typeshard: rule 1 (spec): a mesh axis appears more
+//       than once in the spec; fix: shard over each mesh axis at most once (combine axes in
+//       one entry with ts::axes(\"x\", \"y\") instead of repeating one)"
+//   diagnose.hpp:46:84: note: in instantiation of member function
+//       'typeshard::diagnostic::axis_used_twice<'x'>::fire' requested here
+#include <typeshard/typeshard.hpp>
+
+namespace ts = typeshard;
+
+using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
+
+#ifdef TYPESHARD_COMPILE_FAIL
+using tiles = ts::spec<"x", "x">;
+#else
+using tiles = ts::spec<"x", "y">;
+#endif
+
+ts::host_tensor<float, 2> round_trip(const ts::device_mesh<mesh_2x2>& m,
+                                     const ts::host_tensor<float, 2>& host) {
+  auto a = ts::device_put<tiles>(m, host);
+  return ts::to_host(ts::relu(a));
+}
