@@ -273,15 +273,23 @@ template <class Mesh, class Spec, class B>
 auto assemble_output(const device_mesh<Mesh>& m, output_parts<B>& parts, std::size_t output) {
   constexpr std::size_t R = B::rank;
   using L = layout<Mesh, Spec, R>;
-  for (std::size_t p = 1; p < Mesh::size; ++p)
-    if (parts.shapes[p] != parts.shapes[0])
+  // Only the devices this process addresses returned blocks (all of them on the thread
+  // pool, one per rank on MPI): compare those, and size the result from the first.
+  std::size_t first = Mesh::size;
+  for (std::size_t p = 0; p < Mesh::size; ++p) {
+    if (!m.get_backend().is_addressable(m.device_at(p))) continue;
+    if (first == Mesh::size) first = p;
+    if (parts.shapes[p] != parts.shapes[first])
       throw shape_error("typeshard: shard_map: output " + std::to_string(output) +
-                        ": the device at mesh position 0 returned a block of shape " +
-                        to_string(parts.shapes[0]) + " but the one at position " +
-                        std::to_string(p) + " one of shape " + to_string(parts.shapes[p]) +
+                        ": the device at mesh position " + std::to_string(first) +
+                        " returned a block of shape " + to_string(parts.shapes[first]) +
+                        " but the one at position " + std::to_string(p) + " one of shape " +
+                        to_string(parts.shapes[p]) +
                         "; every device must return blocks of equal shape");
+  }
   shape<R> global{};
-  for (std::size_t d = 0; d < R; ++d) global[d] = parts.shapes[0][d] * L::shards_along(d);
+  if (first < Mesh::size)
+    for (std::size_t d = 0; d < R; ++d) global[d] = parts.shapes[first][d] * L::shards_along(d);
   return sharded_array<typename B::value_type, Mesh, Spec, dextents<R>>(
       adopt_shards, m, global, std::move(parts.buffers));
 }

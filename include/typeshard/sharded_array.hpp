@@ -3,6 +3,7 @@
 //   auto A = ts::device_put<ts::spec<"x", ts::none>>(m, host);   // jax.device_put(x, NamedSharding(m, P('x', None)))
 //   for (const auto& s : A.addressable_shards()) ...              // device, index, shape, data
 //   ts::host_tensor<float, 2> back = ts::to_host(A);
+//   auto B = ts::device_put<ts::spec<"x">>(m, ts::shape<1>{n}, make_block);   // make_array_from_callback
 //
 // The type carries the element, the mesh, the spec (padded with ts::none to the rank),
 // the extents (static or dynamic per dimension) and the unreduced axes. Shards are
@@ -11,7 +12,9 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -193,8 +196,98 @@ auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
   return array_type(adopt_shards, m, host.extents(), std::move(buffers));
 }
 
+// device_put<Spec>(mesh, global_shape, make_block): each device's block comes from
+// make_block(index), which returns a host_tensor<T, Rank> holding exactly the global slices
+// `index` (the device's shard): no process ever needs the whole array (SPMD on MPI, JAX's
+// make_array_from_callback). It is called on each device, concurrently on the thread pool,
+// so it must be safe to call from several threads.
+template <spec_type Spec, class Extents = void, mesh_type Mesh, std::size_t Rank, class F>
+  requires std::invocable<F&, const index_slices<Rank>&>
+auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_block) {
+  using block_type = std::remove_cvref_t<std::invoke_result_t<F&, const index_slices<Rank>&>>;
+  static_assert(std::is_same_v<block_type, host_tensor<typename block_type::value_type, Rank>>,
+                "typeshard: device_put(mesh, shape, make_block): make_block(index) must return "
+                "a ts::host_tensor<T, Rank> of the array's rank, holding the slices `index`");
+  using T = typename block_type::value_type;
+  using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
+  static_assert(E::rank == Rank,
+                "typeshard: device_put: the Extents given have a different rank than the global "
+                "shape; give one extent per dimension");
+  using array_type = sharded_array<T, Mesh, Spec, E>;
+  using layout_type = typename array_type::layout_type;
+  array_type::check_static_extents(global);
+
+  std::vector<detail::buffer<T>> buffers(Mesh::size);
+  detail::for_each_position(m, [&](std::size_t p) {
+    const index_slices<Rank> ix = layout_type::index(global, p);
+    const shape<Rank> local = layout_type::local_shape(global, p);
+    const host_tensor<T, Rank> block = make_block(ix);
+    if (block.extents() != local)
+      throw shape_error("typeshard: device_put: make_block returned a block of shape " +
+                        to_string(block.extents()) + " for the slices " + to_string(ix) +
+                        " of mesh position " + std::to_string(p) + ", which have shape " +
+                        to_string(local) + "; return exactly the slices asked for");
+    detail::buffer<T> b(block.size());
+    if (block.size() != 0) std::memcpy(b.data(), block.data(), block.size() * sizeof(T));
+    buffers[p] = std::move(b);
+  });
+  return array_type(adopt_shards, m, global, std::move(buffers));
+}
+
+namespace detail {
+
+// to_host where this process does not address every device (MPI): the primary shards are
+// all-gathered over the whole mesh (JAX's process_allgather), then placed.
+template <class T, class Mesh, class Spec, class Extents, class Unreduced>
+void gather_to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a,
+                    host_tensor<T, Extents::rank>& out) {
+  constexpr std::size_t Rank = Extents::rank;
+  using layout_type = typename sharded_array<T, Mesh, Spec, Extents, Unreduced>::layout_type;
+  const device_mesh<Mesh>& m = a.device_mesh();
+  backend& b = m.get_backend();
+  std::size_t first = Mesh::size;  // the first addressable position places the result
+  for (std::size_t p = Mesh::size; p-- > 0;)
+    if (b.is_addressable(m.device_at(p))) first = p;
+  if (first == Mesh::size)
+    throw usage_error("typeshard: to_host: this process (process " +
+                      std::to_string(b.process_index()) + " of " +
+                      std::to_string(b.process_count()) + ") holds none of the devices of " +
+                      m.to_string() + ", so it takes no part in gathering the array; call "
+                      "to_host only on the processes of the array's devices");
+  std::vector<std::size_t> everyone(Mesh::size), counts(Mesh::size), offsets(Mesh::size);
+  std::size_t total = 0;
+  for (std::size_t p = 0; p < Mesh::size; ++p) {
+    everyone[p] = p;
+    counts[p] = layout_type::is_primary(p)
+                    ? host_tensor<T, Rank>::element_count(a.local_shape(p))
+                    : 0;  // replicas hold the same slices: send each once
+    offsets[p] = total;
+    total += counts[p];
+  }
+  for_each_position(m, [&](std::size_t p) {
+    buffer<T> all(total);
+    b.all_gather(collective_group{everyone, p}, element_type_of<T>, a.local_data(p).data(),
+                 all.data(), 1, counts);
+    if (p != first) return;
+    for (std::size_t q = 0; q < Mesh::size; ++q) {
+      if (counts[q] == 0) continue;
+      const index_slices<Rank> ix = a.index(q);
+      shape<Rank> origin{}, local{};
+      for (std::size_t d = 0; d < Rank; ++d) {
+        origin[d] = ix[d].start;
+        local[d] = ix[d].size();
+      }
+      copy_box(all.data() + offsets[q], local, shape<Rank>{}, out.data(), a.extents(), origin,
+               local);
+    }
+  });
+}
+
+}  // namespace detail
+
 // to_host(array): the whole array in host memory (each primary shard copies its block in
-// parallel). A value still unreduced over some axis must be reduced first (rule 3).
+// parallel). Where a process holds only some shards (MPI), every process of the array's
+// devices must call it, and each gets the whole array (JAX's process_allgather). A value still unreduced over some axis must be reduced first (rule 3).
 template <class T, class Mesh, class Spec, class Extents, class Unreduced>
 host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a) {
   static_assert(Unreduced::empty,
@@ -204,6 +297,13 @@ host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents
   constexpr std::size_t Rank = Extents::rank;
   using layout_type = typename sharded_array<T, Mesh, Spec, Extents, Unreduced>::layout_type;
   host_tensor<T, Rank> out(a.extents());
+  // A process that does not hold every shard (an MPI rank) gathers them from its peers;
+  // the thread pool holds them all and copies in place, as before.
+  for (device_id d : a.device_mesh().devices())
+    if (!a.device_mesh().get_backend().is_addressable(d)) {
+      detail::gather_to_host(a, out);
+      return out;
+    }
   detail::for_each_position(a.device_mesh(), [&](std::size_t p) {
     if (!layout_type::is_primary(p)) return;  // replicas hold the same slices
     const index_slices<Rank> ix = a.index(p);
