@@ -20,6 +20,7 @@
 //                   is first laid out member-major, as MPI scatters contiguous segments)
 //   all_reduce      MPI_Allreduce (MPI_IN_PLACE when send == recv)
 //   all_to_all      MPI_Alltoall, a piece being a resized MPI_Type_vector on each side
+//                   (plain counts when pieces are consecutive runs)
 //   permute         MPI_Sendrecv, MPI_PROC_NULL where there is no peer
 //
 // Differences from the thread pool (cpu_devices), none of which needs a change in code:
@@ -322,6 +323,15 @@ class mpi_devices final : public backend {
     const MPI_Comm c = group_comm(g);
     verify(c, g, detail::mpi_signature({4, code(t), send_pieces.elements()}));
     if (send_pieces.elements() == 0) return;
+    const auto plain = [](const strided_pieces& l) {  // piece j is elements [j*k, (j+1)*k)
+      return l.rows == 1 && l.member_stride == l.run;
+    };
+    if (plain(send_pieces) && plain(recv_pieces)) {
+      const int k = count(send_pieces.run);
+      const MPI_Datatype e = types_.element(t);
+      detail::mpi_check(MPI_Alltoall(send, k, e, recv, k, e, c), "MPI_Alltoall");
+      return;
+    }
     const MPI_Datatype s = types_.strided(t, send_pieces.rows, send_pieces.run,
                                           send_pieces.stride, send_pieces.member_stride);
     const MPI_Datatype r = types_.strided(t, recv_pieces.rows, recv_pieces.run,
