@@ -119,6 +119,13 @@ class block {
     std::fill_n(owned_.data(), owned_.size(), value);
   }
 
+  // A copy of host data (for constants built inside a per-device function).
+  block(const shard_context<Mesh>& context, const host_tensor<T, Rank>& host)
+      : context_(context), extents_(host.extents()), owned_(host.size()) {
+    if (host.size() != 0) std::copy_n(host.data(), host.size(), owned_.data());
+    data_ = owned_.data();
+  }
+
   // Adopts a buffer holding the block's elements in row-major order.
   block(const shard_context<Mesh>& context, const shape_type& extents, detail::buffer<T> data)
       : context_(context), extents_(extents), owned_(std::move(data)), data_(owned_.data()) {

@@ -8,6 +8,7 @@
 //   auto p = ts::ppermute<"x">(b, {{0, 1}, {1, 0}});  // (source, destination) pairs
 //   auto q = ts::shift<"x">(b, 1);               // ring: rank r sends to r + 1
 //   std::size_t i = ts::axis_index<"x">(b);      // this device's coordinate along "x"
+//   auto v = ts::pvary<"y">(b);                  // typed as varying over "y" too
 //
 // A collective over axes A runs over the devices that share every other mesh coordinate
 // (the group), ranked by their coordinates on A, the first axis of A major. Every device
@@ -322,6 +323,19 @@ auto shift(const B& x, std::ptrdiff_t offset) {
                         static_cast<std::size_t>(((r + offset) % n + n) % n));
     return ppermute<Axes...>(x, std::span<const std::pair<std::size_t, std::size_t>>(perm));
   }
+}
+
+// pvary<Axes...>(x): x typed as varying over Axes too (JAX's pvary); no communication, no
+// copy of owned data. Binary operations widen implicitly; this is for being explicit.
+template <axis_name... Axes, block_type B>
+  requires(sizeof...(Axes) >= 1)
+auto pvary(B&& x) {
+  using arr = std::remove_cvref_t<B>;
+  if constexpr (!detail::check_collective_axes<typename arr::mesh_type, Axes...>())
+    return arr(x);
+  else
+    return std::forward<B>(x).template as_varying<(arr::varying |
+                                                   vary<typename arr::mesh_type, Axes...>)>();
 }
 
 // axis_index<Axes...>(x): the rank of x's device in the group (its coordinate along a

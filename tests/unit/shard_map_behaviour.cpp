@@ -132,6 +132,37 @@ TEST_CASE("shard_map: several outputs, and an out spec over an invariant axis",
     for (std::size_t j = 0; j < 2; ++j) CHECK(g(i, j) == iota(4, 2)(i % 4, j));
 }
 
+TEST_CASE("shard_map: blocks built inside f, and pvary", "[shard_map]") {
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  const auto a = ts::device_put<rows_x>(m, iota(4, 2));
+  const auto f = ts::shard_map<mesh_2x2, rows_x, ts::spec<"x", "y">>(
+      [](const ts::shard_context<mesh_2x2>& c, const auto& b) {
+        // A constant block: invariant over every axis until marked otherwise.
+        const ts::block<int, 2, mesh_2x2> ones(c, ts::host_tensor<int, 2>({1, 2}, 1));
+        static_assert(decltype(ones)::varying == 0);
+        auto sum = ts::zip(b, ts::all_gather<"x">(ts::pvary<"x">(ones), 0), [](int x, int y) {
+          return x + y;
+        });
+        static_assert(decltype(sum)::varying == ts::vary<mesh_2x2, "x">);
+        for (std::size_t i = 0; i < 2; ++i)
+          for (std::size_t j = 0; j < 2; ++j)
+            if (sum(i, j) != b(i, j) + 1) throw std::logic_error("zip with a constant block");
+        // Columns per y coordinate: tagged with y, so it varies over y.
+        const auto y = ts::pvary<"y">(b);
+        static_assert(std::remove_cvref_t<decltype(y)>::varying == ts::vary<mesh_2x2, "x", "y">);
+        auto out = ts::map(y, [](int v) { return v; });
+        return ts::psum_scatter<"y">(ts::all_gather<"y">(out, 1), 1);
+      });
+  // all_gather over y of equal blocks gives [b | b]; psum_scatter over y sums the two
+  // devices' copies and keeps one half: 2 b on every device, which P('x', 'y') lays side
+  // by side.
+  const auto r = ts::to_host(f(a));
+  REQUIRE(r.extents() == ts::shape<2>{4, 4});
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t j = 0; j < 4; ++j) CHECK(r(i, j) == 2 * iota(4, 2)(i, j % 2));
+}
+
 TEST_CASE("shard_map: axis_index tags each device with its coordinates", "[shard_map]") {
   ts::cpu_devices devices{4};
   ts::device_mesh<mesh_2x2> m{devices, {3, 2, 1, 0}};
