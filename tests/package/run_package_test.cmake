@@ -5,7 +5,8 @@
 #                          check that typeshard came from PREFIX, build, run the consumer
 #   MODE=add_subdirectory  same with -DTYPESHARD_SOURCE_DIR=<typeshard source tree>
 #
-# Also: CONFIG, GENERATOR, MAKE_PROGRAM, CXX_COMPILER, CXX_FLAGS (the parent build's).
+# Also: CONFIG, GENERATOR, MAKE_PROGRAM, CXX_COMPILER, CXX_FLAGS, CXX_FLAGS_CONFIG (the parent
+# build's).
 
 function(run_step what)
   string(REPLACE ";" " " _shown "${ARGN}")
@@ -57,6 +58,10 @@ if(MAKE_PROGRAM)
 endif()
 if(DEFINED CONFIG AND NOT "${CONFIG}" STREQUAL "")
   list(APPEND _configure "-DCMAKE_BUILD_TYPE=${CONFIG}")
+  if(DEFINED CXX_FLAGS_CONFIG)
+    string(TOUPPER "${CONFIG}" _config_upper)
+    list(APPEND _configure "-DCMAKE_CXX_FLAGS_${_config_upper}=${CXX_FLAGS_CONFIG}")
+  endif()
 endif()
 if(MODE STREQUAL "find_package")
   list(APPEND _configure "-DCMAKE_PREFIX_PATH=${PREFIX}")
