@@ -42,8 +42,8 @@ template <class Array>
 void verify(const std::string& what, const Array& result, const ts::host_tensor<float, 2>& serial) {
   const double err = examples::max_relative_error(ts::to_host(result), serial);
   const bool ok = err <= 1e-5;
-  std::cout << what << ": " << (ok ? "matches" : "DIFFERS FROM") << " the serial product (max relative error "
-            << err << ")\n";
+  std::cout << what << ": " << (ok ? "matches" : "DIFFERS FROM")
+            << " the serial product (max relative error " << err << ")\n";
   check(ok, what);
 }
 

@@ -52,8 +52,8 @@ ts::host_tensor<float, 3> serial_batched_matmul(const ts::host_tensor<float, 3>&
 
 // One element of a[batch] . b[batch] by the definition, accumulated in double: the reference
 // the GEMMs are checked against.
-double dot(const ts::host_tensor<float, 3>& a, const ts::host_tensor<float, 3>& b, std::size_t batch,
-           std::size_t i, std::size_t j) {
+double dot(const ts::host_tensor<float, 3>& a, const ts::host_tensor<float, 3>& b,
+           std::size_t batch, std::size_t i, std::size_t j) {
   double acc = 0;
   for (std::size_t k = 0; k < a.extent(2); ++k)
     acc += static_cast<double>(a(batch, i, k)) * static_cast<double>(b(batch, k, j));
@@ -85,8 +85,8 @@ bool is_product(const ts::host_tensor<float, 3>& got, const ts::host_tensor<floa
 }  // namespace
 
 int main(int argc, char** argv) {
-  const examples::options opts =
-      examples::parse_options(argc, argv, "the seed's 8 x 4096 x 4096 batch (default 8 x 512 x 512)");
+  const examples::options opts = examples::parse_options(
+      argc, argv, "the seed's 8 x 4096 x 4096 batch (default 8 x 512 x 512)");
   if (opts.exit >= 0) return opts.exit;
   const std::size_t n = opts.large ? 4096 : 512;
   const std::size_t runs = opts.large ? 3 : 5;
@@ -109,9 +109,11 @@ int main(int argc, char** argv) {
 
   section("1", "numpy baseline: a serial loop of 8 GEMMs");
   ts::host_tensor<float, 3> baseline;
-  const double serial_ms = examples::median_ms(runs, [&] { baseline = serial_batched_matmul(x, x); });
+  const double serial_ms =
+      examples::median_ms(runs, [&] { baseline = serial_batched_matmul(x, x); });
   std::cout << "np.matmul(x, x).shape = " << ts::to_string(baseline.extents()) << "\n";
-  std::cout << "serial loop: " << serial_ms << " ms (median of " << runs << " runs)\n";
+  std::cout << "serial loop: " << examples::format_ms(serial_ms) << " (median of " << runs
+            << " runs)\n";
   check(is_product(baseline, x), "the serial loop is not x . x");
 
   section("2", "pmap: blocks made on their devices");
@@ -156,9 +158,11 @@ int main(int argc, char** argv) {
 
     const double global_ms = examples::median_ms(runs, [&] { Y = ts::matmul(X, X); });
     const double manual_ms = examples::median_ms(runs, [&] { (void)batched(X, X); });
-    std::cout << "serial loop:                " << serial_ms << " ms\n";
-    std::cout << "ts::matmul on 8 devices:    " << global_ms << " ms (median of " << runs << " runs)\n";
-    std::cout << "shard_map on 8 devices:     " << manual_ms << " ms (median of " << runs << " runs)\n";
+    std::cout << "serial loop:             " << examples::format_ms(serial_ms) << "\n";
+    std::cout << "ts::matmul on 8 devices: " << examples::format_ms(global_ms) << " (median of "
+              << runs << " runs)\n";
+    std::cout << "shard_map on 8 devices:  " << examples::format_ms(manual_ms) << " (median of "
+              << runs << " runs)\n";
     // doc-snippet-end
     std::cout << "(" << std::thread::hardware_concurrency()
               << " hardware threads here: 8 devices can be at most that many times faster)\n";

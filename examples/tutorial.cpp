@@ -194,8 +194,8 @@ int main(int argc, char** argv) {
 
     const double one_ms = examples::median_ms(5, [&] { (void)ts::sin(on_one); });
     const double four_ms = examples::median_ms(5, [&] { (void)ts::sin(sharded_matrix); });
-    std::cout << "sin on 1 device:  " << one_ms << " ms (median of 5 runs)\n";
-    std::cout << "sin on 4 devices: " << four_ms << " ms (median of 5 runs)\n";
+    std::cout << "sin on 1 device:  " << examples::format_ms(one_ms) << " (median of 5 runs)\n";
+    std::cout << "sin on 4 devices: " << examples::format_ms(four_ms) << " (median of 5 runs)\n";
     // doc-snippet-end
     std::cout << "(" << std::thread::hardware_concurrency()
               << " hardware threads here: 4 devices can be at most that many times faster)\n";
@@ -257,7 +257,8 @@ int main(int argc, char** argv) {
     // x + ts::device_put<ts::spec<"y", "x">>(mesh_2d, host) does not compile (rule 5):
     //   typeshard: rule 5 (elementwise): the operands have different specs; fix: bring one
     //   to the other's spec first with ts::reshard<Spec>(array)
-    const auto z = x + ts::reshard<ts::spec<"x", "y">>(ts::device_put<ts::spec<"y", "x">>(mesh_2d, host));
+    const auto x_t = ts::device_put<ts::spec<"y", "x">>(mesh_2d, host);
+    const auto z = x + ts::reshard<ts::spec<"x", "y">>(x_t);
     // doc-snippet-end
     ts::host_tensor<float, 2> want({4, 4}), twice({4, 4});
     for (std::size_t i = 0; i < host.size(); ++i) {
@@ -343,7 +344,8 @@ int main(int argc, char** argv) {
     const ts::host_tensor<int, 1> x({4}, {3, 9, 5, 2});
     trace<int> t;
     // doc-snippet: all_gather
-    // shard_map(mesh=mesh1d, in_specs=P('i'), out_specs=P('i')) of jax.lax.all_gather(x, 'i', tiled=True)
+    // shard_map(mesh=mesh1d, in_specs=P('i'), out_specs=P('i')) of
+    // jax.lax.all_gather(x, 'i', tiled=True)
     const auto y = traced<ts::spec<"i">>(mesh_1d, x, t, [](const auto& x_block) {
       return ts::all_gather<"i">(x_block, 0);
     });
@@ -352,7 +354,8 @@ int main(int argc, char** argv) {
     // Serial: every device ends with the whole x; P('i') out concatenates the four copies.
     std::vector<int> four_copies;
     for (std::size_t r = 0; r < 4; ++r) {
-      check(values(t.before[r]) == block(x, r), "all_gather: device " + std::to_string(r) + " before");
+      check(values(t.before[r]) == block(x, r),
+            "all_gather: device " + std::to_string(r) + " before");
       check(t.after[r] == x, "all_gather: device " + std::to_string(r) + " after");
       four_copies.insert(four_copies.end(), x.values().begin(), x.values().end());
     }
@@ -391,7 +394,8 @@ int main(int argc, char** argv) {
     const ts::host_tensor<float, 2> got = verify("case 2, ts::matmul", C, C_expected);
     verify("case 2, shard_map", C_manual, C_expected);
     std::cout << "Result shape: " << ts::to_string(got.extents()) << "\n";
-    std::cout << "First few elements of result:\n" << numpy_str(examples::corner(got, 2, 2)) << "\n";
+    std::cout << "First few elements of result:\n"
+              << numpy_str(examples::corner(got, 2, 2)) << "\n";
   }
 
   section("3.4", "Case 3: both matrices have sharded contracting dimensions");
@@ -491,11 +495,13 @@ int main(int argc, char** argv) {
     const auto C_manual = matmul_with_allreduce(A_sharded, B_sharded);
     std::cout << log;
     // doc-snippet-end
-    const ts::host_tensor<float, 2> got = verify("case 3, ts::matmul<P(None, None)>", C, C_expected);
+    const ts::host_tensor<float, 2> got =
+        verify("case 3, ts::matmul<P(None, None)>", C, C_expected);
     verify("case 3, ts::matmul<P('x', None)>", C_rows, C_expected);
     verify("case 3, shard_map", C_manual, C_expected);
     std::cout << "Result shape: " << ts::to_string(got.extents()) << "\n";
-    std::cout << "First few elements of result:\n" << numpy_str(examples::corner(got, 2, 2)) << "\n";
+    std::cout << "First few elements of result:\n"
+              << numpy_str(examples::corner(got, 2, 2)) << "\n";
   }
 
   section("3.4.3", "All-reduce as reduce-scatter + all-gather (psum_scatter)");
@@ -530,7 +536,8 @@ int main(int argc, char** argv) {
     ts::visualize(B_sharded, {.use_color = false});
 
     // ts::matmul(A_sharded, B_sharded) does not compile: which operand to gather is the
-    // caller's choice, so the error asks for it (tests/compile_fail/rule2_case4_without_out_spec.cpp):
+    // caller's choice, so the error asks for it
+    // (tests/compile_fail/rule2_case4_without_out_spec.cpp):
     //   typeshard: rule 2 (matmul): lhs's rows I and rhs's columns K are sharded over the same
     //   mesh axis (A[I_X, J] . B[J, K_X], case 4), so the result C[I_X, K_X] would use the
     //   axis twice; fix: name the output spec, which decides the operand to gather: ...

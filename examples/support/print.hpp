@@ -148,7 +148,8 @@ class checker {
 // The largest |got - want| relative to 1 + |want|, for float results computed in a different
 // order than the serial reference (sums over shards, blocked GEMM).
 template <class T, std::size_t Rank>
-double max_relative_error(const ts::host_tensor<T, Rank>& got, const ts::host_tensor<T, Rank>& want) {
+double max_relative_error(const ts::host_tensor<T, Rank>& got,
+                          const ts::host_tensor<T, Rank>& want) {
   if (got.extents() != want.extents()) return std::numeric_limits<double>::infinity();
   double worst = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -167,7 +168,8 @@ bool allclose(const ts::host_tensor<T, Rank>& got, const ts::host_tensor<T, Rank
 
 // The serial reference: C = A . B with a plain triple loop, accumulated in double.
 template <class T>
-ts::host_tensor<T, 2> serial_matmul(const ts::host_tensor<T, 2>& a, const ts::host_tensor<T, 2>& b) {
+ts::host_tensor<T, 2> serial_matmul(const ts::host_tensor<T, 2>& a,
+                                    const ts::host_tensor<T, 2>& b) {
   ts::host_tensor<T, 2> c({a.extent(0), b.extent(1)});
   for (std::size_t i = 0; i < a.extent(0); ++i)
     for (std::size_t k = 0; k < b.extent(1); ++k) {
@@ -210,6 +212,13 @@ inline options parse_options(int argc, char** argv, std::string_view what_large_
     return o;
   }
   return o;
+}
+
+// "830.9 ms": a time printed to a tenth of a millisecond (more digits would be noise).
+inline std::string format_ms(double ms) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f ms", ms);
+  return buf;
 }
 
 // The median wall-clock time of `runs` calls of f, in milliseconds (the median, not the mean:
