@@ -401,7 +401,8 @@ def check_reference(cxx: str) -> None:
             numbered = "\n".join(f"{k + 1:5} {l}" for k, l in enumerate(program.splitlines()))
             raise Failure(f"the reference examples do not compile with {cxx}:\n{proc.stderr}\n"
                           f"---- the program ----\n{numbered}")
-        proc = subprocess.run([str(exe)], capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1"))
+        proc = subprocess.run([str(exe)], capture_output=True, text=True,
+                              env=dict(os.environ, NO_COLOR="1"))
         if proc.returncode != 0:
             raise Failure(f"the reference examples failed when run:\n{proc.stdout}\n{proc.stderr}")
     print(f"gen-docs: {len(blocks)} reference examples compile with {cxx} and run", file=sys.stderr)
@@ -431,7 +432,8 @@ def main() -> int:
             text = render(template, examples)
             target = template.with_suffix("")  # tutorial.md.in -> tutorial.md
             if args.no_write:
-                print(f"gen-docs: {target.relative_to(ROOT)} generated (not written)", file=sys.stderr)
+                print(f"gen-docs: {target.relative_to(ROOT)} generated (not written)",
+                      file=sys.stderr)
             else:
                 target.write_text(text)
                 print(f"gen-docs: wrote {target.relative_to(ROOT)}", file=sys.stderr)
