@@ -472,10 +472,15 @@ class cpu_devices final : public backend {
     if (g.rank >= g.size() || g.members[g.rank] != here.index)
       throw usage_error("typeshard: internal: collective group rank " + std::to_string(g.rank) +
                         " does not name the calling device");
-    for (std::size_t m : g.members)
-      if (m >= here.run->devices.size())
-        throw usage_error("typeshard: internal: collective group member " + std::to_string(m) +
-                          " is not part of the run");
+    for (std::size_t a = 0; a < g.size(); ++a) {
+      if (g.members[a] >= here.run->devices.size())
+        throw usage_error("typeshard: internal: collective group member " +
+                          std::to_string(g.members[a]) + " is not part of the run");
+      for (std::size_t b = 0; b < a; ++b)  // a repeated member would wait for itself
+        if (g.members[a] == g.members[b])
+          throw usage_error("typeshard: internal: collective group member " +
+                            std::to_string(g.members[a]) + " appears twice");
+    }
     detail::thread_group& grp = here.run->group(g.members);
     grp.calls[g.rank] = {send, recv, sig, info.peer, info.count};
     grp.barrier.arrive_and_wait();
