@@ -276,7 +276,13 @@ auto sqrt(const A& a) {
 }
 template <sharded_array_type A>
 auto abs(const A& a) {
-  return map(a, [](auto x) { return x < decltype(x){} ? -x : x; });
+  // std::abs for floating point: abs(-0.0) is +0.0 (as jnp.abs), which x < 0 ? -x : x misses.
+  return map(a, [](auto x) {
+    if constexpr (std::is_floating_point_v<decltype(x)>)
+      return static_cast<decltype(x)>(std::abs(x));
+    else
+      return x < decltype(x){} ? -x : x;
+  });
 }
 // relu(x) = max(x, 0); NaN passes through unchanged.
 template <sharded_array_type A>
