@@ -31,7 +31,6 @@
 #include <thread>
 #include <vector>
 
-#include "../detail/barrier.hpp"
 #include "../detail/function_ref.hpp"
 #include "../detail/reduce_kernels.hpp"
 #include "../detail/stream_copy.hpp"
@@ -42,8 +41,8 @@ namespace typeshard {
 
 namespace detail {
 
-// The rendezvous of one collective group within a run: its members' barrier and what
-// each member passed to the current collective.
+// The rendezvous of one collective group within a run: how many members arrived in the
+// current phase, and what each member passed to the current collective.
 struct thread_group {
   struct call {
     const void* send = nullptr;
@@ -53,9 +52,12 @@ struct thread_group {
     std::size_t count = 0;        // permute: how many elements it sends
   };
 
-  explicit thread_group(std::size_t members) : barrier(members), calls(members) {}
+  explicit thread_group(std::size_t members) : size(members), calls(members) {}
 
-  abortable_barrier barrier;
+  std::size_t size;
+  std::size_t arrived = 0;
+  std::size_t phase = 0;
+  std::condition_variable released;
   std::vector<call> calls;
 };
 
@@ -69,8 +71,16 @@ struct members_less {
 };
 
 // The shared state of one multi-device operation on the thread pool: the devices taking
-// part and one rendezvous per collective group, made the first time a group meets. abort()
-// releases every member waiting in any group (and any that arrives later).
+// part, one rendezvous per collective group (made the first time the group meets), and
+// the accounting that turns a would-be hang into an error.
+//
+// Every barrier of every group goes through one mutex, which keeps an exact count of the
+// devices blocked in a barrier and of those whose function returned. When a device is
+// about to block and every other device is blocked or finished, nobody can release it:
+// the devices called collectives over different groups in different orders, or one
+// skipped a collective the others wait in. The run is then aborted with a usage_error
+// instead of hanging (an MPI job would hang). abort() releases every member waiting in an
+// abortable barrier, now or later.
 class thread_run {
  public:
   explicit thread_run(std::span<const device_id> devs) : devices(devs) {}
@@ -80,24 +90,80 @@ class thread_run {
   thread_group& group(std::span<const std::size_t> members) {
     std::lock_guard lock(mutex_);
     auto it = groups_.find(members);
-    if (it == groups_.end()) {
-      auto g = std::make_unique<thread_group>(members.size());
-      if (aborted_) g->barrier.abort();
-      it = groups_.emplace(std::vector<std::size_t>(members.begin(), members.end()), std::move(g))
+    if (it == groups_.end())
+      it = groups_
+               .emplace(std::vector<std::size_t>(members.begin(), members.end()),
+                        std::make_unique<thread_group>(members.size()))
                .first;
-    }
     return *it->second;
+  }
+
+  // Blocks until every member of g arrived at this phase. An abortable wait throws
+  // collective_aborted when the run is aborted first (usage_error when the abort was a
+  // detected deadlock); the other kind waits for its members whatever happens, for a
+  // phase every member is certain to reach.
+  void arrive_and_wait(thread_group& g, bool abortable) {
+    std::unique_lock lock(mutex_);
+    if (abortable && aborted_) throw_aborted();
+    const std::size_t phase = g.phase;
+    if (++g.arrived == g.size) {
+      g.arrived = 0;
+      ++g.phase;
+      blocked_ -= g.size - 1;  // its waiters are runnable again from this moment
+      g.released.notify_all();
+      return;
+    }
+    ++blocked_;
+    check_deadlock_locked();
+    g.released.wait(lock, [&] { return g.phase != phase || (abortable && aborted_); });
+    if (g.phase == phase) {
+      --blocked_;
+      throw_aborted();
+    }
+  }
+
+  // A device's function returned or threw: it will not arrive anywhere any more.
+  void finished() {
+    std::lock_guard lock(mutex_);
+    ++finished_;
+    check_deadlock_locked();
   }
 
   void abort() {
     std::lock_guard lock(mutex_);
-    aborted_ = true;
-    for (auto& [members, g] : groups_) g->barrier.abort();
+    abort_locked();
   }
 
  private:
+  // Nobody left to release the blocked devices. (After an abort for another reason the
+  // waiters are on their way out already.)
+  void check_deadlock_locked() {
+    if (!aborted_ && blocked_ != 0 && blocked_ + finished_ == devices.size()) {
+      deadlocked_ = true;
+      abort_locked();
+    }
+  }
+
+  void abort_locked() {
+    aborted_ = true;
+    for (auto& [members, g] : groups_) g->released.notify_all();
+  }
+
+  [[noreturn]] void throw_aborted() const {
+    if (deadlocked_)
+      throw usage_error(
+          "typeshard: deadlock: every device still running waits in a collective that cannot "
+          "complete (the devices called collectives over different groups in different "
+          "orders, or some skipped a collective the others wait in); every device must call "
+          "the same collectives in the same order");
+    throw collective_aborted();
+  }
+
   std::mutex mutex_;
   bool aborted_ = false;
+  bool deadlocked_ = false;
+  std::size_t blocked_ = 0;   // devices waiting in a barrier
+  std::size_t finished_ = 0;  // devices whose function returned or threw
   std::map<std::vector<std::size_t>, std::unique_ptr<thread_group>, members_less> groups_;
 };
 
@@ -180,6 +246,7 @@ class cpu_devices final : public backend {
       std::size_t offset = 0;
       for (std::size_t j = 0; j < g.rank; ++j) offset += counts[j];
       const std::size_t mine = counts[g.rank];
+      if (mine == 0) return;  // nothing to reduce (rows may be huge when a piece is empty)
       auto* dst = static_cast<unsigned char*>(recv);
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t c = 0; c < mine; c += chunk_elements(t)) {
@@ -310,6 +377,7 @@ class cpu_devices final : public backend {
           failures[i] = std::current_exception();
           state.abort();  // release the peers waiting for this device in a collective
         }
+        state.finished();
         detail::current_thread_device() = {};
         std::lock_guard lock(done_mutex);
         if (--remaining == 0) done.notify_one();
@@ -440,6 +508,7 @@ class cpu_devices final : public backend {
                          std::size_t send_member, unsigned char* dst, const strided_pieces& rp,
                          std::size_t recv_member) {
     const std::size_t total = sp.elements();
+    if (total == 0) return;  // src and dst may be null: no pointer arithmetic on them
     const unsigned char* s_base = src + send_member * sp.member_stride * t.size;
     unsigned char* d_base = dst + recv_member * rp.member_stride * t.size;
     std::size_t s_row = 0, s_col = 0, d_row = 0, d_col = 0;
@@ -483,7 +552,7 @@ class cpu_devices final : public backend {
     }
     detail::thread_group& grp = here.run->group(g.members);
     grp.calls[g.rank] = {send, recv, sig, info.peer, info.count};
-    grp.barrier.arrive_and_wait();
+    here.run->arrive_and_wait(grp, true);
     // Every member passed the first barrier, so every member reaches the second: it waits
     // even if the run is aborted meanwhile, and a failure in this member's share is raised
     // only after it, when no peer touches this member's buffers any more.
@@ -499,7 +568,7 @@ class cpu_devices final : public backend {
     } catch (...) {
       failed = std::current_exception();
     }
-    grp.barrier.arrive_and_wait_ignoring_abort();
+    here.run->arrive_and_wait(grp, false);
     if (failed) std::rethrow_exception(failed);
   }
 
