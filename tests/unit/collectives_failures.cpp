@@ -160,3 +160,31 @@ TEST_CASE("collectives: random failures under load never hang and never leak int
     }
   }
 }
+
+TEST_CASE("collectives: devices that disagree on the groups or skip a collective get an error, not a hang",
+          "[collectives][failure]") {
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  const auto a = ts::device_put<ts::spec<"x", "y">>(m, ts::host_tensor<int, 2>({2, 2}, {1, 2, 3, 4}));
+  using both = ts::spec<"x", "y">;
+  // Devices 0 and 3 sum over x first, 1 and 2 over y first: 0 waits for 2 in an x group,
+  // 2 for 3 in a y group, 3 for 1 in an x group, 1 for 0 in a y group: a cycle. (Other
+  // orders can be harmless: groups meet independently.)
+  const auto crossed = ts::shard_map<mesh_2x2, both, both>(
+      [](const ts::shard_context<mesh_2x2>& c, const auto& b) {
+        if (c.position() == 0 || c.position() == 3) return ts::psum<"y">(ts::psum<"x">(b));
+        return ts::psum<"x">(ts::psum<"y">(b));
+      });
+  CHECK_THROWS_WITH(crossed(a), Catch::Contains("deadlock"));
+  // Device 3 skips the psum its group partner waits in.
+  const auto skipped = ts::shard_map<mesh_2x2, both, both>(
+      [](const ts::shard_context<mesh_2x2>& c, const auto& b) {
+        if (c.position() == 3) return ts::pvary<"y">(b);
+        return ts::pvary<"y">(ts::psum<"y">(b));
+      });
+  CHECK_THROWS_WITH(skipped(a), Catch::Contains("deadlock"));
+  // The pool is fine afterwards.
+  const auto fine = ts::shard_map<mesh_2x2, both, both>(
+      [](const auto& b) { return ts::pvary<"x", "y">(ts::psum<"x", "y">(b)); });
+  CHECK(ts::to_host(fine(a)) == ts::host_tensor<int, 2>({2, 2}, 10));
+}

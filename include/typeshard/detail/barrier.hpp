@@ -36,22 +36,6 @@ class abortable_barrier {
     if (phase_ == phase) throw collective_aborted();
   }
 
-  // Like arrive_and_wait, but abort() does not release it: for a phase every participant
-  // is certain to reach (the end of a collective whose start they all passed), where
-  // leaving early would free a buffer a peer still reads or writes.
-  void arrive_and_wait_ignoring_abort() {
-    std::unique_lock lock(mutex_);
-    const std::size_t phase = phase_;
-    if (++arrived_ == participants_) {
-      arrived_ = 0;
-      ++phase_;
-      lock.unlock();
-      released_.notify_all();
-      return;
-    }
-    released_.wait(lock, [&] { return phase_ != phase; });
-  }
-
   void abort() {
     {
       std::lock_guard lock(mutex_);
