@@ -55,7 +55,8 @@ consteval dim_spec axes(const char (&... axis_labels)[N]) {
   static_assert(sizeof...(N) >= 1 && sizeof...(N) <= dim_spec::max_axes,
                 "typeshard: ts::axes(...) takes 1 to 4 mesh axis names");
   dim_spec d;
-  ((d.axes[d.count++] = axis_name(axis_labels)), ...);
+  if constexpr (sizeof...(N) <= dim_spec::max_axes)  // else only the message above
+    ((d.axes[d.count++] = axis_name(axis_labels)), ...);
   return d;
 }
 

@@ -20,11 +20,13 @@ struct axis_name {
   constexpr axis_name() = default;
 
   template <std::size_t N>
-  consteval axis_name(const char (&literal)[N]) : length(N - 1) {  // NOLINT: implicit on purpose
+  consteval axis_name(const char (&literal)[N])
+      : length(N - 1 <= max_axis_name_length ? N - 1 : max_axis_name_length) {  // NOLINT: implicit on purpose
     static_assert(N - 1 <= max_axis_name_length,
                   "typeshard: axis name too long: a mesh axis name has at most 31 characters");
     if (N - 1 == 0) throw "typeshard: an axis name must not be empty";
-    for (std::size_t i = 0; i + 1 < N; ++i) chars[i] = literal[i];
+    // Bounded by the capacity too, so that a too-long name gives only the message above.
+    for (std::size_t i = 0; i + 1 < N && i < max_axis_name_length; ++i) chars[i] = literal[i];
   }
 
   constexpr std::string_view view() const { return {chars, length}; }
