@@ -73,9 +73,20 @@ auto map_shards(const sharded_array<T, M, S, E, U0>& a, F f) {
       adopt_shards, a.device_mesh(), a.extents(), std::move(out));
 }
 
-template <class R, class U, class T1, class T2, class M, class S, class E, class U1, class U2,
-          class F>
-auto zip_shards(const sharded_array<T1, M, S, E, U1>& a, const sharded_array<T2, M, S, E, U2>& b,
+// The extents type of the result: a static extent from either side wins.
+template <class E1, class E2>
+struct merge_extents;
+template <std::size_t... A, std::size_t... B>
+struct merge_extents<extents<A...>, extents<B...>> {
+  using type = extents<(A != dyn ? A : B)...>;
+};
+
+// The operands' specs are equal once padded to the rank (check_elementwise_operands), but
+// may be spelled differently (spec<"x"> and spec<"x", none>), and their extents may differ in
+// which dimensions are static: the result takes the padded spec and the merged extents.
+template <class R, class U, class T1, class T2, class M, class S1, class S2, class E1, class E2,
+          class U1, class U2, class F>
+auto zip_shards(const sharded_array<T1, M, S1, E1, U1>& a, const sharded_array<T2, M, S2, E2, U2>& b,
                 F f) {
   std::vector<buffer<R>> out(M::size);
   for_each_position(a.device_mesh(), [&](std::size_t p) {
@@ -86,8 +97,9 @@ auto zip_shards(const sharded_array<T1, M, S, E, U1>& a, const sharded_array<T2,
     for (std::size_t i = 0; i < x.size(); ++i) o[i] = f(x[i], y[i]);
     out[p] = std::move(r);
   });
-  return sharded_array<R, M, typename sharded_array<T1, M, S, E, U1>::spec, E, U>(
-      adopt_shards, a.device_mesh(), a.extents(), std::move(out));
+  return sharded_array<R, M, typename sharded_array<T1, M, S1, E1, U1>::spec,
+                       typename merge_extents<E1, E2>::type, U>(adopt_shards, a.device_mesh(),
+                                                                a.extents(), std::move(out));
 }
 
 template <class A, class B>
@@ -119,14 +131,6 @@ void check_same_devices(const A& a, const B& b, const char* op) {
                             a.device_mesh().to_string() + " and " + b.device_mesh().to_string() +
                             "; move one with ts::reshard or device_put it on the other's mesh");
 }
-
-// The extents type of the result: a static extent from either side wins.
-template <class E1, class E2>
-struct merge_extents;
-template <std::size_t... A, std::size_t... B>
-struct merge_extents<extents<A...>, extents<B...>> {
-  using type = extents<(A != dyn ? A : B)...>;
-};
 
 template <class A, class B>
 void check_same_extents(const A& a, const B& b, const char* op) {
