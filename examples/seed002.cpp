@@ -1,0 +1,766 @@
+// examples/seed002.cpp: seed 002, JAX's "Distributed arrays and automatic parallelization",
+// on 8 simulated CPU devices:
+//   1. Sharding basics: PositionalSharding(devices) reshaped to (8, 1), (4, 2), (1, 8) and
+//      replicated along an axis, each as a spec on one device mesh (see "Positional
+//      shardings" below), with its picture and the device grid JAX prints;
+//   2. NamedSharding on a 4 x 2 mesh ('a', 'b'): P('a', 'b'), P('b', 'a'), P('a', None),
+//      P(None, 'b'), P(None, 'a'), P(('a', 'b'), None);
+//   3. computation follows sharding: sin keeps its input's sharding; a matmul of a row-
+//      sharded by a column-sharded matrix is block-sharded with no communication (the plan
+//      is static_asserted); a copy keeps the sharding; timings against one device;
+//   4. arrays on different device sets, or on the same devices in another order, meeting in
+//      one operation: the typeshard exception (printed, and checked to be thrown); arrays
+//      made on the other's device mesh work, and so does moving one with ts::reshard;
+//   5. with_sharding_constraint: ts::reshard inside a function, its plan printed;
+//   6. the MLP of the notebook (predict, the mean over the batch of the summed squared error,
+//      SGD with step 1e-5 for 30 steps) trained twice with a hand-written backward pass:
+//      8-way data parallel (batch over 8 devices, parameters replicated), and 4-way data x
+//      2-way tensor parallel (W2's columns and W3's rows over the 2-way axis). Each run's loss
+//      must fall, and match a serial run of the same model (same initialisation, same data,
+//      one thread, no typeshard) at every step.
+// The exit code is 1 if any check fails.
+//
+// Positional shardings. PositionalSharding(devices).reshape(r, c) puts device r_i * c + c_j
+// at block (r_i, c_j). With 8 devices every such shape is a spec on the mesh ('d0', 'd1',
+// 'd2') of size 2 x 2 x 2 (device k has coordinates k's three bits, d0 major): a dimension
+// split in 2^m takes the next m axes, major first. So reshape(8, 1) is P(('d0','d1','d2'),
+// None), reshape(4, 2) is P(('d0','d1'), 'd2'), reshape(2, 4) is P('d0', ('d1','d2')), and
+// replicate(axis) drops that dimension's axes (the data is then replicated over them):
+// reshape(4, 2).replicate(0) is P(None, 'd2'). One mesh type for all of them is what lets
+// with_sharding_constraint move between reshape(4, 2) and reshape(2, 4) with ts::reshard.
+//
+// Sizes. The notebook's x is 8192 x 8192 and its MLP has layers [784, 8192, 8192, 8192, 10]
+// and a batch of 8192; that is a few seconds of a TPU but hours of two CPU cores, so the
+// default is x of 512 x 512 and the MLP [784, 256, 256, 256, 10] with a batch of 256, and
+// --large runs the notebook's sizes (needs about 14 GB of memory: the 8-way data-parallel
+// run replicates the parameters and gradients on every device, as the notebook does). The
+// default step size is the notebook's scaled by 8192 / hidden width: with standard
+// initialisation a step changes the outputs in proportion to step * width, so the small
+// model's loss falls by a visible amount in 30 steps too (--large: the notebook's 1e-5).
+//
+// Data: std::normal_distribution<float> over std::mt19937 seeded 0 (the notebook's
+// PRNGKey(0)); the values differ from JAX's, the checks do not depend on them. Every number
+// this program prints is deterministic (fixed seeds; collectives sum in rank order), so runs
+// on other backends can be compared with it; only the timings vary.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iostream>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <typeshard/typeshard.hpp>
+
+#include "support/print.hpp"
+
+namespace ts = typeshard;
+using examples::section;
+
+namespace {
+
+examples::checker check;
+
+// ---- data ----------------------------------------------------------------------------------
+
+ts::host_tensor<float, 2> normal(std::size_t rows, std::size_t cols, std::mt19937& rng,
+                                 float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  ts::host_tensor<float, 2> t({rows, cols});
+  for (float& v : t.values()) v = dist(rng) * scale;
+  return t;
+}
+
+// ---- layouts -------------------------------------------------------------------------------
+
+// "{CPU 0, 2, 4, 6}": the devices holding one block, as a PositionalSharding prints them.
+std::string device_set(const std::set<ts::device_id>& ids) {
+  std::string out = "{CPU ";
+  bool first = true;
+  for (ts::device_id d : ids) {
+    out += (first ? "" : ", ") + std::to_string(d);
+    first = false;
+  }
+  return out + "}";
+}
+
+// What print(sharding) shows for a PositionalSharding: the grid of device sets, one per block
+// of the array (Spec of rank 1 or 2 on the positional mesh).
+template <class Spec, class Mesh>
+std::string positional_string(const ts::device_mesh<Mesh>& m) {
+  constexpr std::size_t rank = Spec::size;
+  using L = ts::layout<Mesh, Spec, rank>;
+  const std::size_t rows = L::shards_along(0), cols = rank == 2 ? L::shards_along(1) : 1;
+  std::vector<std::set<ts::device_id>> cells(rows * cols);
+  for (std::size_t p = 0; p < Mesh::size; ++p)
+    cells[L::shard_along(0, p) * cols + (rank == 2 ? L::shard_along(1, p) : 0)].insert(
+        m.device_at(p));
+  std::string out = "PositionalSharding(";
+  if constexpr (rank == 1) {
+    out += "[";
+    for (std::size_t r = 0; r < rows; ++r) out += (r ? " " : "") + device_set(cells[r]);
+    return out + "])";
+  } else {
+    out += "[";
+    for (std::size_t r = 0; r < rows; ++r) {
+      out += r ? "\n" + std::string(20, ' ') + "[" : "[";
+      for (std::size_t c = 0; c < cols; ++c)
+        out += (c ? " " : "") + device_set(cells[r * cols + c]);
+      out += "]";
+    }
+    return out + "])";
+  }
+}
+
+// Checks that every shard of `a` is the block the notebook's layout gives its device
+// (expected_cell(device) -> (block row, block column) of a rows x cols grid of blocks, written
+// from the definition of the sharding, not from typeshard's layout code) and holds the host
+// data of that block.
+template <class Array, class Cell>
+void check_layout(const std::string& what, const Array& a, const ts::host_tensor<float, 2>& host,
+                  std::size_t rows, std::size_t cols, Cell expected_cell) {
+  const std::size_t h = host.extent(0) / rows, w = host.extent(1) / cols;
+  for (const auto& s : a.addressable_shards()) {
+    const auto [r, c] = expected_cell(s.device.id);
+    const ts::index_slices<2> want{ts::slice{r * h, (r + 1) * h}, ts::slice{c * w, (c + 1) * w}};
+    bool ok = s.index == want && s.shape == ts::shape<2>{h, w};
+    for (std::size_t i = 0; ok && i < h; ++i)
+      ok = std::equal(s.data.begin() + static_cast<std::ptrdiff_t>(i * w),
+                      s.data.begin() + static_cast<std::ptrdiff_t>((i + 1) * w),
+                      host.data() + (r * h + i) * host.extent(1) + c * w);
+    check(ok, what + ": device " + std::to_string(s.device.id) + " holds " +
+                  ts::to_string(s.index) + ", expected the data of " + ts::to_string(want));
+  }
+}
+
+// jax.device_put(x, sharding) and its picture, checked against the expected grid.
+template <class Spec, class Mesh, class Cell>
+auto put_and_show(const std::string& what, const ts::device_mesh<Mesh>& m,
+                  const ts::host_tensor<float, 2>& x, std::size_t rows, std::size_t cols,
+                  Cell expected_cell) {
+  const auto y = ts::device_put<Spec>(m, x);
+  std::cout << "\n" << what << "\n";
+  ts::visualize(y);
+  check_layout(what, y, x, rows, cols, expected_cell);
+  return y;
+}
+
+// reshape(r, c) of the positional device list: device d at block (d / c, d % c).
+auto reshaped(std::size_t c) {
+  return [c](ts::device_id d) { return std::pair<std::size_t, std::size_t>{d / c, d % c}; };
+}
+
+bool same_values(const ts::host_tensor<float, 2>& got, const ts::host_tensor<float, 2>& want,
+                 double tolerance) {
+  return examples::max_relative_error(got, want) <= tolerance;
+}
+
+// ---- the serial MLP: plain loops and one-thread GEMMs on host tensors ----------------------
+
+using host_matrix = ts::host_tensor<float, 2>;
+using host_vector = ts::host_tensor<float, 1>;
+
+struct host_layer {
+  host_matrix w;
+  host_vector b;
+};
+
+host_matrix host_matmul(const host_matrix& a, const host_matrix& b) {
+  host_matrix c({a.extent(0), b.extent(1)});
+  ts::kernels::gemm<float>(a.extent(0), b.extent(1), a.extent(1), a.data(), a.extent(1), b.data(),
+                           b.extent(1), c.data(), b.extent(1));
+  return c;
+}
+
+host_matrix host_transpose(const host_matrix& a) {
+  host_matrix t({a.extent(1), a.extent(0)});
+  for (std::size_t i = 0; i < a.extent(0); ++i)
+    for (std::size_t j = 0; j < a.extent(1); ++j) t(j, i) = a(i, j);
+  return t;
+}
+
+// One SGD step of the serial model (forward, backward, update); returns the loss before it.
+double serial_step(std::vector<host_layer>& params, const host_matrix& inputs,
+                   const host_matrix& targets, float step_size) {
+  const std::size_t batch = inputs.extent(0), layers = params.size();
+  std::vector<host_matrix> a{inputs}, z;  // a[l]: the input of layer l; z[l]: its output
+  for (std::size_t l = 0; l < layers; ++l) {
+    host_matrix out = host_matmul(a[l], params[l].w);
+    for (std::size_t i = 0; i < batch; ++i)
+      for (std::size_t j = 0; j < out.extent(1); ++j) out(i, j) += params[l].b(j);
+    z.push_back(out);
+    if (l + 1 < layers) {
+      for (float& v : out.values()) v = v < 0.0f ? 0.0f : v;
+      a.push_back(std::move(out));
+    }
+  }
+  // loss = mean over the batch of the sum over outputs of (prediction - target)^2
+  host_matrix d = z.back();
+  double total = 0;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    const float e = d.data()[i] - targets.data()[i];
+    total += double(e) * double(e);
+    d.data()[i] = e * (2.0f / float(batch));  // d loss / d prediction
+  }
+  for (std::size_t l = layers; l-- > 0;) {
+    if (l + 1 < layers)  // through the relu: zero where the layer's output was not positive
+      for (std::size_t i = 0; i < d.size(); ++i)
+        if (!(z[l].data()[i] > 0.0f)) d.data()[i] = 0.0f;
+    const host_matrix dw = host_matmul(host_transpose(a[l]), d);
+    host_vector db({d.extent(1)});
+    for (std::size_t i = 0; i < batch; ++i)
+      for (std::size_t j = 0; j < d.extent(1); ++j) db(j) += d(i, j);
+    if (l > 0) d = host_matmul(d, host_transpose(params[l].w));
+    for (std::size_t i = 0; i < dw.size(); ++i) params[l].w.data()[i] -= step_size * dw.data()[i];
+    for (std::size_t j = 0; j < db.size(); ++j) params[l].b.data()[j] -= step_size * db.data()[j];
+  }
+  return total / double(batch);
+}
+
+// ---- the distributed MLP: global-view operations, collectives chosen by the plans ------------
+
+// x.T: each device transposes its block; the spec's entries swap. No communication.
+template <class Array>
+auto transpose(const Array& a) {
+  using S = typename Array::spec;
+  using Mesh = typename Array::mesh_type;
+  return ts::shard_map<Mesh, S, ts::spec<S::dim(1), S::dim(0)>>([](const auto& x) {
+    std::remove_cvref_t<decltype(x)> t(x.context(), {x.extent(1), x.extent(0)});
+    for (std::size_t i = 0; i < x.extent(0); ++i)
+      for (std::size_t j = 0; j < x.extent(1); ++j) t(j, i) = x(i, j);
+    return t;
+  })(a);
+}
+
+// z + b, b broadcast over the rows: b is sharded as z's columns, so each device adds its
+// block of b to its block of z. No communication.
+template <class Z, class B>
+auto add_bias(const Z& z, const B& b) {
+  using S = typename Z::spec;
+  static_assert(std::is_same_v<typename B::spec, ts::spec<S::dim(1)>>,
+                "the bias must be sharded as the columns it is added to");
+  return ts::shard_map<typename Z::mesh_type, ts::specs<S, typename B::spec>, S>(
+      [](const auto& zb, const auto& bb) {
+        auto out = zb;
+        float* o = out.data();  // a private copy of the block
+        for (std::size_t i = 0; i < zb.extent(0); ++i)
+          for (std::size_t j = 0; j < zb.extent(1); ++j) o[i * zb.extent(1) + j] += bb(j);
+        return out;
+      })(z, b);
+}
+
+// psum over the mesh axes of one spec entry (none: nothing to sum).
+template <ts::dim_spec D, class Block>
+auto psum_over(const Block& x) {
+  if constexpr (D.count == 0)
+    return x;
+  else if constexpr (D.count == 1)
+    return ts::psum<D.axes[0]>(x);
+  else
+    return ts::psum<D.axes[0], D.axes[1]>(x);
+}
+
+// The sum over the rows (the batch), sharded as the columns: local sums, then psum over the
+// axes the rows are sharded over (a data-parallel gradient's all-reduce).
+template <class Array>
+auto column_sums(const Array& d) {
+  using S = typename Array::spec;
+  using Mesh = typename Array::mesh_type;
+  return ts::shard_map<Mesh, S, ts::spec<S::dim(1)>>([](const auto& x) {
+    using block_t = std::remove_cvref_t<decltype(x)>;
+    ts::block<float, 1, Mesh, block_t::varying> sums(x.context(), {x.extent(1)});
+    for (std::size_t i = 0; i < x.extent(0); ++i)
+      for (std::size_t j = 0; j < x.extent(1); ++j) sums(j) += x(i, j);
+    return psum_over<S::dim(0)>(sums);
+  })(d);
+}
+
+// sum((p - t)^2) over the whole array, in double: local sums, psum over every axis the
+// arrays are sharded over. Returns the replicated [1] array.
+template <class P, class T>
+auto sum_of_squared_errors(const P& p, const T& t) {
+  using S = typename P::spec;
+  using Mesh = typename P::mesh_type;
+  return ts::shard_map<Mesh, ts::specs<S, S>, ts::spec<ts::none>>(
+      [](const auto& pb, const auto& tb) {
+        using block_t = std::remove_cvref_t<decltype(pb)>;
+        ts::block<double, 1, Mesh, block_t::varying> s(pb.context(), {1});
+        for (std::size_t i = 0; i < pb.size(); ++i) {
+          const float e = pb.data()[i] - tb.data()[i];
+          s(0) += double(e) * double(e);
+        }
+        return psum_over<S::dim(1)>(psum_over<S::dim(0)>(s));
+      })(p, t);
+}
+
+template <class W, class B>
+struct layer {
+  W w;
+  B b;
+};
+template <class W, class B>
+layer(W, B) -> layer<W, B>;
+
+// The parameters on a mesh: W sharded by WSpec, b as W's columns.
+template <class WSpec, class Mesh>
+auto put_layer(const ts::device_mesh<Mesh>& m, const host_layer& h) {
+  return layer{ts::device_put<WSpec>(m, h.w), ts::device_put<ts::spec<WSpec::dim(1)>>(m, h.b)};
+}
+
+// doc-snippet: backprop
+// Layer I of the MLP, forward and backward: computes z = in @ W + b, hands relu(z) to layer
+// I + 1 (the last layer's z is the prediction: the loss and its gradient start there), and
+// on the way back writes the SGD-updated W and b of layer I into `next` and returns the
+// gradient with respect to `in`. Each matmul names its output sharding (the rows as `in`'s,
+// the columns as the weight's), so the plan reduces partial sums where the contraction is
+// sharded: the data-parallel gradients' all-reduce, the tensor-parallel layer's psum. With
+// `explain`, prints each matmul's plan.
+template <std::size_t I, class Params, class In, class Targets>
+auto backprop(const Params& params, const In& in, const Targets& targets, Params& next,
+              float step_size, double& loss, bool explain) {
+  const auto& W = std::get<I>(params).w;
+  const auto& b = std::get<I>(params).b;
+  using W_t = std::remove_cvref_t<decltype(W)>;
+  using rows = typename In::spec;  // the batch's sharding is rows::dim(0)
+  using z_spec = ts::spec<rows::dim(0), W_t::spec::dim(1)>;
+  const auto z = add_bias(ts::matmul<z_spec>(in, W), b);
+  if (explain)
+    std::cout << "  layer " << I + 1
+              << ", z = a @ W:    " << ts::matmul_plan_for<In, W_t, z_spec>::describe() << "\n";
+
+  const auto dz = [&] {
+    if constexpr (I + 1 == std::tuple_size_v<Params>) {
+      const float batch = static_cast<float>(in.extent(0));
+      loss = ts::to_host(sum_of_squared_errors(z, targets))(0) / batch;
+      return (z - targets) * (2.0f / batch);  // d loss / d prediction
+    } else {
+      const auto da = backprop<I + 1>(params, ts::relu(z), targets, next, step_size, loss, explain);
+      return ts::zip(da, z, [](float g, float v) { return v > 0.0f ? g : 0.0f; });  // relu'
+    }
+  }();
+  using dz_t = std::remove_cvref_t<decltype(dz)>;
+  const auto dW = ts::matmul<typename W_t::spec>(transpose(in), dz);
+  const auto db = column_sums(dz);
+  std::get<I>(next) = layer{W - dW * step_size, b - db * step_size};
+  if (explain)
+    std::cout << "  layer " << I + 1 << ", dW = a.T @ dz: "
+              << ts::matmul_plan_for<decltype(transpose(in)), dz_t, typename W_t::spec>::describe()
+              << "\n";
+  if constexpr (I > 0) {
+    using da_spec = ts::spec<rows::dim(0), W_t::spec::dim(0)>;
+    if (explain)
+      std::cout << "  layer " << I + 1 << ", da = dz @ W.T: "
+                << ts::matmul_plan_for<dz_t, decltype(transpose(W)), da_spec>::describe() << "\n";
+    return ts::matmul<da_spec>(dz, transpose(W));
+  } else {
+    return 0;  // the inputs need no gradient
+  }
+}
+// doc-snippet-end
+
+// The loss only (the notebook's loss_jit): the forward pass of backprop.
+template <std::size_t I, class Params, class In, class Targets>
+double loss_of(const Params& params, const In& in, const Targets& targets) {
+  const auto& W = std::get<I>(params).w;
+  const auto& b = std::get<I>(params).b;
+  using W_t = std::remove_cvref_t<decltype(W)>;
+  const auto z = add_bias(ts::matmul<ts::spec<In::spec::dim(0), W_t::spec::dim(1)>>(in, W), b);
+  if constexpr (I + 1 == std::tuple_size_v<Params>)
+    return ts::to_host(sum_of_squared_errors(z, targets))(0) / double(in.extent(0));
+  else
+    return loss_of<I + 1>(params, ts::relu(z), targets);
+}
+
+// Trains `params` for `steps` SGD steps; returns the loss before each step and after the last.
+// The first step prints the plan of every matmul.
+template <class Params, class Batch>
+std::vector<double> train(Params& params, const Batch& inputs, const Batch& targets,
+                          std::size_t steps, float step_size) {
+  std::vector<double> losses;
+  std::cout << "the matmuls of one step and their plans:\n";
+  for (std::size_t s = 0; s < steps; ++s) {
+    Params next = params;  // shares the shards; backprop replaces every layer
+    double loss = 0;
+    backprop<0>(params, inputs, targets, next, step_size, loss, s == 0);
+    params = std::move(next);
+    losses.push_back(loss);
+  }
+  losses.push_back(loss_of<0>(params, inputs, targets));
+  return losses;
+}
+
+// Compares a distributed run with the serial one: loss by loss, then the final weights.
+template <class Params>
+void compare_runs(const std::string& what, const std::vector<double>& losses,
+                  const std::vector<double>& serial_losses, const Params& params,
+                  const std::vector<host_layer>& serial_params, double tolerance) {
+  double worst = 0;
+  for (std::size_t s = 0; s < losses.size(); ++s)
+    worst = std::max(worst, std::abs(losses[s] - serial_losses[s]) / std::abs(serial_losses[s]));
+  double worst_w = 0;
+  std::apply(
+      [&](const auto&... l) {
+        std::size_t i = 0;
+        ((worst_w =
+              std::max({worst_w, examples::max_relative_error(ts::to_host(l.w), serial_params[i].w),
+                        examples::max_relative_error(ts::to_host(l.b), serial_params[i].b)}),
+          ++i),
+         ...);
+      },
+      params);
+  std::cout << what << ": loss " << losses.front() << " -> " << losses.back() << "; largest "
+            << "relative difference from the serial run: loss " << worst << " (over "
+            << losses.size() << " evaluations), parameters " << worst_w << " (tolerance "
+            << tolerance << ")\n";
+  check(losses.back() < losses.front(), what + ": the loss did not fall");
+  check(worst <= tolerance, what + ": the losses differ from the serial run's");
+  check(worst_w <= tolerance, what + ": the trained parameters differ from the serial run's");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const examples::options opts = examples::parse_options(
+      argc, argv,
+      "the notebook's sizes: x of 8192 x 8192, MLP [784, 8192, 8192, 8192, 10], batch 8192, "
+      "step 1e-5 (hours on two cores, about 14 GB)");
+  if (opts.exit >= 0) return opts.exit;
+
+  ts::cpu_devices devices{8};  // the backend: XLA_FLAGS=--xla_force_host_platform_device_count=8
+
+  const std::size_t N = opts.large ? 8192 : 512;
+  std::mt19937 rng(0);
+  const host_matrix x = normal(N, N, rng);  // jax.random.normal(jax.random.PRNGKey(0), (N, N))
+
+  // The positional mesh (see the top of this file): device k at coordinates k's bits.
+  using positional = ts::mesh<ts::axis("d0", 2), ts::axis("d1", 2), ts::axis("d2", 2)>;
+  const ts::device_mesh<positional> pmesh{devices};
+  using pos_8 = ts::spec<ts::axes("d0", "d1", "d2")>;              // sharding, shape (8,)
+  using pos_8x1 = ts::spec<ts::axes("d0", "d1", "d2"), ts::none>;  // .reshape(8, 1)
+  using pos_4x2 = ts::spec<ts::axes("d0", "d1"), "d2">;            // .reshape(4, 2)
+  using pos_2x4 = ts::spec<"d0", ts::axes("d1", "d2")>;            // .reshape(2, 4)
+  using pos_1x8 = ts::spec<ts::none, ts::axes("d0", "d1", "d2")>;  // .reshape(1, 8)
+  using pos_4x2_rep0 = ts::spec<ts::none, "d2">;                   // .reshape(4, 2).replicate(0)
+  using pos_4x2_rep1 = ts::spec<ts::axes("d0", "d1"), ts::none>;   // .reshape(4, 2).replicate(1)
+  using pos_rep = ts::spec<ts::none, ts::none>;                    // .replicate()
+
+  // ---- 1 ---------------------------------------------------------------------------------
+  section("1", "Sharding basics, and PositionalSharding");
+  using mesh_1 = ts::mesh<ts::axis("d", 1)>;
+  const ts::device_mesh<mesh_1> device0{devices, {0}};  // jax.devices()[0]
+  const auto x_single = ts::device_put<ts::spec<ts::none, ts::none>>(device0, x);
+  std::cout << "x: " << ts::to_string(x.extents()) << " on one device\n";
+  ts::visualize(x_single);
+
+  const auto y0 = put_and_show<pos_4x2>("y = jax.device_put(x, sharding.reshape(4, 2))", pmesh, x,
+                                        4, 2, reshaped(2));
+  {
+    const auto z = ts::sin(y0);  // the sharding is preserved
+    static_assert(std::is_same_v<decltype(z)::spec, decltype(y0)::spec>);
+    std::cout << "\nz = jnp.sin(y)\n";
+    ts::visualize(z);
+    host_matrix sin_x = x;
+    for (float& v : sin_x.values()) v = std::sin(v);
+    check(ts::to_host(z) == sin_x, "sin(y) differs from the serial sin(x)");
+    const double t_single = examples::median_ms(5, [&] { (void)ts::sin(x_single); });
+    const double t_sharded = examples::median_ms(5, [&] { (void)ts::sin(y0); });
+    std::cout << "jnp.sin(x) on one device: " << t_single
+              << " ms; jnp.sin(y) on 8 devices: " << t_sharded
+              << " ms (median of 5; the speed-up is bounded by the cores)\n";
+  }
+
+  std::cout << "\nsharding = PositionalSharding(devices)\n"
+            << positional_string<pos_8>(pmesh) << "\n";
+  put_and_show<pos_8x1>("x = jax.device_put(x, sharding.reshape(8, 1))", pmesh, x, 8, 1,
+                        reshaped(1));
+  std::cout << "\nsharding.reshape(8, 1)\n" << positional_string<pos_8x1>(pmesh) << "\n";
+  std::cout << "\nsharding.reshape(4, 2)\n" << positional_string<pos_4x2>(pmesh) << "\n";
+  put_and_show<pos_4x2>("y = jax.device_put(x, sharding.reshape(4, 2))", pmesh, x, 4, 2,
+                        reshaped(2));
+  std::cout << "\nsharding.reshape(1, 8)\n" << positional_string<pos_1x8>(pmesh) << "\n";
+  put_and_show<pos_1x8>("y = jax.device_put(x, sharding.reshape(1, 8))", pmesh, x, 1, 8,
+                        reshaped(8));
+  std::cout << "\nsharding.reshape(4, 2).replicate(axis=0, keepdims=True)\n"
+            << positional_string<pos_4x2_rep0>(pmesh) << "\n";
+  put_and_show<pos_4x2_rep0>("y = jax.device_put(x, sharding.replicate(axis=0, keepdims=True))",
+                             pmesh, x, 1, 2, [](ts::device_id d) {
+                               return std::pair<std::size_t, std::size_t>{0, d % 2};
+                             });
+  {
+    // replicate(0) and replicate(1) of the (4, 2) sharding: the shapes of their device grids.
+    using L0 = ts::layout<positional, pos_4x2_rep0, 2>;
+    using L1 = ts::layout<positional, pos_4x2_rep1, 2>;
+    std::cout << "\nsharding.replicate(0).shape: (" << L0::shards_along(0) << ", "
+              << L0::shards_along(1) << ")\nsharding.replicate(1).shape: (" << L1::shards_along(0)
+              << ", " << L1::shards_along(1) << ")\n";
+    static_assert(L0::shards_along(0) == 1 && L0::shards_along(1) == 2 &&
+                  L1::shards_along(0) == 4 && L1::shards_along(1) == 1);
+  }
+  put_and_show<pos_4x2_rep1>("y = jax.device_put(x, sharding.replicate(1))", pmesh, x, 4, 1,
+                             [](ts::device_id d) {
+                               return std::pair<std::size_t, std::size_t>{d / 2, 0};
+                             });
+
+  // ---- 2 ---------------------------------------------------------------------------------
+  section("2", "NamedSharding gives a way to express shardings with names");
+  {
+    // doc-snippet: named_sharding
+    using mesh_4x2 = ts::mesh<ts::axis("a", 4), ts::axis("b", 2)>;
+    const ts::device_mesh<mesh_4x2> mesh{
+        devices};  // maps.Mesh(create_device_mesh((4, 2)), ('a', 'b'))
+    // doc-snippet-end
+    using cell =
+        std::pair<std::size_t, std::size_t>;  // device d has coordinates a = d / 2, b = d % 2
+    put_and_show<ts::spec<"a", "b">>("P('a', 'b')", mesh, x, 4, 2, [](ts::device_id d) {
+      return cell{d / 2, d % 2};
+    });
+    put_and_show<ts::spec<"b", "a">>("P('b', 'a')", mesh, x, 2, 4, [](ts::device_id d) {
+      return cell{d % 2, d / 2};
+    });
+    put_and_show<ts::spec<"a", ts::none>>("P('a', None)", mesh, x, 4, 1, [](ts::device_id d) {
+      return cell{d / 2, 0};
+    });
+    put_and_show<ts::spec<ts::none, "b">>("P(None, 'b')", mesh, x, 1, 2, [](ts::device_id d) {
+      return cell{0, d % 2};
+    });
+    put_and_show<ts::spec<ts::none, "a">>("P(None, 'a')", mesh, x, 1, 4, [](ts::device_id d) {
+      return cell{0, d / 2};
+    });
+    put_and_show<ts::spec<ts::axes("a", "b"), ts::none>>("P(('a', 'b'), None)", mesh, x, 8, 1,
+                                                         [](ts::device_id d) {
+                                                           return cell{d, 0};
+                                                         });
+  }
+
+  // ---- 3 ---------------------------------------------------------------------------------
+  section("3", "Computation follows data sharding and is automatically parallelized");
+  const host_matrix x_dot_x = host_matmul(x, x);  // jnp.dot(x_single, x_single), serially
+  {
+    // doc-snippet: computation_follows_sharding
+    const auto y = ts::device_put<pos_4x2_rep1>(pmesh, x);  // sharding.reshape(4, 2).replicate(1)
+    const auto z = ts::device_put<pos_4x2_rep0>(pmesh, x);  // sharding.reshape(4, 2).replicate(0)
+    const auto w = ts::matmul(y, z);                        // jnp.dot(y, z)
+    using plan = ts::matmul_plan_for<decltype(y), decltype(z)>;
+    static_assert(ts::communication_free<plan>);  // each device has what it needs
+    static_assert(std::is_same_v<decltype(w)::spec, pos_4x2>);
+    // doc-snippet-end
+    std::cout << "lhs sharding:\n";
+    ts::visualize(y);
+    std::cout << "rhs sharding:\n";
+    ts::visualize(z);
+    std::cout << "out sharding (plan: " << plan::describe() << "):\n";
+    ts::visualize(w);
+    const bool close = same_values(ts::to_host(w), x_dot_x, 1e-4);
+    std::cout << "np.allclose(jnp.dot(x_single, x_single), jnp.dot(y, z)): "
+              << (close ? "True" : "False") << "\n";
+    check(close, "jnp.dot(y, z) differs from the serial product");
+
+    const std::size_t runs = opts.large ? 1 : 3;  // one 8192^3 product is minutes here
+    const double t_single =
+        examples::median_ms(runs, [&] { (void)ts::matmul(x_single, x_single); });
+    const double t_sharded = examples::median_ms(runs, [&] { (void)ts::matmul(y, z); });
+    std::cout << "jnp.dot(x_single, x_single): " << t_single << " ms; jnp.dot(y, z): " << t_sharded
+              << " ms (median of " << runs << ")\n";
+
+    // Even copying keeps the sharding: w_copy = jnp.copy(w).
+    const auto w_copy = ts::map(w, [](float v) { return v; });
+    static_assert(std::is_same_v<decltype(w_copy)::spec, decltype(w)::spec>);
+    std::cout << "w_copy = jnp.copy(w)\n";
+    ts::visualize(w_copy);
+    check(ts::to_host(w_copy) == ts::to_host(w), "the copy differs from w");
+  }
+
+  // ---- 4 ---------------------------------------------------------------------------------
+  section("4", "When explicit shardings disagree, typeshard throws");
+  {
+    // An operation between arrays on different devices would have to pick where to run and
+    // move data silently; like JAX, typeshard refuses and says so.
+    const auto expect_error = [](const std::string& what, auto&& op) {
+      try {
+        op();
+        check(false, what + ": no exception");
+      } catch (const ts::device_mesh_error& e) {
+        const std::string msg = e.what();
+        std::cout << "device_mesh_error: " << msg << "\n";
+        check(msg.rfind("typeshard: ", 0) == 0,
+              what + ": the message does not start with 'typeshard: '");
+      }
+    };
+
+    // doc-snippet: device_mismatch
+    // sharding1 = PositionalSharding(jax.devices()[:4]); sharding2 = ...[4:]; reshape(2, 2)
+    using mesh_2x2 = ts::mesh<ts::axis("d0", 2), ts::axis("d1", 2)>;
+    const ts::device_mesh<mesh_2x2> first_half{devices, {0, 1, 2, 3}};
+    const ts::device_mesh<mesh_2x2> second_half{devices, {4, 5, 6, 7}};
+    const auto y = ts::device_put<ts::spec<"d0", "d1">>(first_half, x);
+    const auto z = ts::device_put<ts::spec<"d0", "d1">>(second_half, x);
+    expect_error("y + z on different device sets", [&] { (void)(y + z); });
+
+    // The same devices in another order: permuted_devices = [0, 1, 2, 3, 6, 7, 4, 5].
+    const ts::device_mesh<positional> permuted{devices, {0, 1, 2, 3, 6, 7, 4, 5}};
+    const auto y2 = ts::device_put<pos_4x2>(pmesh, x);
+    const auto z2 = ts::device_put<pos_4x2>(permuted, x);
+    expect_error("y + z on permuted devices", [&] { (void)(y2 + z2); });
+    // doc-snippet-end
+
+    // JAX's uncommitted arrays (jnp.ones_like(y), jnp.arange(y.size).reshape(y.shape)) can meet
+    // y because JAX moves them; every typeshard array is placed, so one makes them on y's
+    // device mesh. Moving an array onto a reordering of its devices is ts::reshard's job (one
+    // permute); between different device sets, go through to_host and device_put.
+    const auto ones = ts::device_put<pos_4x2>(y2.device_mesh(), host_matrix({N, N}, 1.0f));
+    host_matrix iota({N, N});
+    for (std::size_t i = 0; i < iota.size(); ++i) iota.data()[i] = static_cast<float>(i);
+    const auto arange = ts::device_put<pos_4x2>(y2.device_mesh(), iota);
+    (void)(y2 + ones);
+    (void)(y2 + arange);
+    const auto z2_moved = ts::reshard<pos_4x2>(z2, y2.device_mesh());
+    const auto twice = ts::to_host(y2 + z2_moved);
+    host_matrix x2 = x;
+    for (float& v : x2.values()) v += v;
+    check(twice == x2, "y + reshard(z, y's devices) differs from 2 x");
+    std::cout << "y + ones_like(y), y + arange(y.size).reshape(y.shape), y + reshard(z, y's "
+                 "device mesh): no error!\n";
+  }
+
+  // ---- 5 ---------------------------------------------------------------------------------
+  section("5", "Constraining shardings of intermediates: with_sharding_constraint");
+  {
+    const auto xs =
+        ts::device_put<pos_4x2>(pmesh, x);  // x = jax.device_put(x, sharding.reshape(4, 2))
+    host_matrix x_plus_1 = x;
+    for (float& v : x_plus_1.values()) v += 1.0f;
+
+    // doc-snippet: with_sharding_constraint
+    // @jax.jit def f(x): x = x + 1; return jax.lax.with_sharding_constraint(x, sharding.reshape(2,
+    // 4))
+    const auto f = [](const auto& in) {
+      const auto x1 = ts::map(in, [](float v) { return v + 1.0f; });
+      return ts::reshard<pos_2x4>(x1);
+    };
+    // doc-snippet-end
+    ts::visualize(xs);
+    const auto y = f(xs);
+    ts::visualize(y);
+    std::cout << ts::reshard_plan_for<decltype(xs), pos_2x4>::describe();
+    check(ts::to_host(y) == x_plus_1, "f(x) with the (2, 4) constraint differs from x + 1");
+
+    const auto g = [](const auto& in) {  // ... with_sharding_constraint(x, sharding.replicate())
+      return ts::reshard<pos_rep>(ts::map(in, [](float v) { return v + 1.0f; }));
+    };
+    const auto y_rep = g(xs);
+    ts::visualize(y_rep);
+    std::cout << ts::reshard_plan_for<decltype(xs), pos_rep>::describe();
+    check(ts::to_host(y_rep) == x_plus_1, "f(x) with the replicated constraint differs from x + 1");
+  }
+
+  // ---- 6 ---------------------------------------------------------------------------------
+  section("6", "Neural networks: the MLP, trained data parallel and data + tensor parallel");
+  const std::size_t hidden = opts.large ? 8192 : 256;
+  const std::size_t batch_size = opts.large ? 8192 : 256;
+  const std::vector<std::size_t> layer_sizes{784, hidden, hidden, hidden, 10};
+  const float step_size = 1e-5f * (8192.0f / static_cast<float>(hidden));
+  constexpr std::size_t steps = 30;
+  // Float sums in another order (blocked GEMMs, sums over shards) drift apart by a few ulps per
+  // step; 30 steps stay far below this.
+  const double tolerance = 1e-4;
+
+  // init_model(PRNGKey(0), layer_sizes, batch_size): W ~ N(0, 1) / sqrt(n_in), b ~ N(0, 1).
+  std::vector<host_layer> params_host;
+  std::mt19937 init_rng(0);
+  for (std::size_t l = 0; l + 1 < layer_sizes.size(); ++l) {
+    host_layer h{normal(layer_sizes[l], layer_sizes[l + 1], init_rng,
+                        1.0f / std::sqrt(static_cast<float>(layer_sizes[l]))),
+                 host_vector({layer_sizes[l + 1]})};
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (float& v : h.b.values()) v = dist(init_rng);
+    params_host.push_back(std::move(h));
+  }
+  const host_matrix inputs = normal(batch_size, layer_sizes.front(), init_rng);
+  const host_matrix targets = normal(batch_size, layer_sizes.back(), init_rng);
+  std::cout << "layer sizes [784, " << hidden << ", " << hidden << ", " << hidden << ", 10], batch "
+            << batch_size << ", step size " << step_size << ", " << steps << " steps\n";
+
+  // The serial run, which both distributed runs must follow step by step.
+  std::vector<host_layer> serial_params = params_host;
+  std::vector<double> serial_losses;
+  const double serial_ms = examples::median_ms(1, [&] {
+    for (std::size_t s = 0; s < steps; ++s)
+      serial_losses.push_back(serial_step(serial_params, inputs, targets, step_size));
+  });
+  {
+    std::vector<host_layer> probe = serial_params;  // the loss after the last step
+    serial_losses.push_back(serial_step(probe, inputs, targets, step_size));
+  }
+  std::cout << "serial run: loss " << serial_losses.front() << " -> " << serial_losses.back()
+            << ", " << serial_ms / steps << " ms per step\n";
+
+  {
+    // doc-snippet: data_parallel
+    // sharding = PositionalSharding(jax.devices()).reshape(8, 1): the batch over 8 devices,
+    // the parameters replicated (sharding.replicate()).
+    using mesh_8 = ts::mesh<ts::axis("batch", 8)>;
+    const ts::device_mesh<mesh_8> mesh{devices};
+    using P_batch = ts::spec<"batch", ts::none>;
+    using P_rep = ts::spec<ts::none, ts::none>;
+    const auto x_batch = ts::device_put<P_batch>(mesh, inputs);
+    const auto t_batch = ts::device_put<P_batch>(mesh, targets);
+    auto params =
+        std::tuple(put_layer<P_rep>(mesh, params_host[0]), put_layer<P_rep>(mesh, params_host[1]),
+                   put_layer<P_rep>(mesh, params_host[2]), put_layer<P_rep>(mesh, params_host[3]));
+    // doc-snippet-end
+    std::cout << "\n8-way batch data parallelism: inputs " << x_batch.sharding_string()
+              << ", parameters replicated\n";
+    std::cout << "loss_jit(params, batch) = " << loss_of<0>(params, x_batch, t_batch) << "\n";
+    // The gradient of a replicated weight contracts over the batch, sharded in both operands:
+    // the local products are partial sums, and the plans all-reduce them (psum over batch).
+    std::vector<double> losses;
+    const double ms =
+        examples::median_ms(1, [&] { losses = train(params, x_batch, t_batch, steps, step_size); });
+    std::cout << "after " << steps << " steps: loss_jit(params, batch) = " << losses.back() << " ("
+              << ms / steps << " ms per step)\n";
+    compare_runs("8-way data parallel", losses, serial_losses, params, serial_params, tolerance);
+  }
+  {
+    // doc-snippet: tensor_parallel
+    // sharding = sharding.reshape(4, 2): batch = device_put(batch, sharding.replicate(1)), the
+    // batch over the 4-way axis; W1, b1, W4, b4 replicated; W2 (and b2) over the 2-way axis by
+    // columns (replicate(0)), W3 by rows (replicate(0).T).
+    using mesh_4x2 = ts::mesh<ts::axis("batch", 4), ts::axis("model", 2)>;
+    const ts::device_mesh<mesh_4x2> mesh{devices};
+    using P_batch = ts::spec<"batch", ts::none>;
+    using P_rep = ts::spec<ts::none, ts::none>;
+    using P_cols = ts::spec<ts::none, "model">;
+    using P_rows = ts::spec<"model", ts::none>;
+    const auto x_batch = ts::device_put<P_batch>(mesh, inputs);
+    const auto t_batch = ts::device_put<P_batch>(mesh, targets);
+    auto params =
+        std::tuple(put_layer<P_rep>(mesh, params_host[0]), put_layer<P_cols>(mesh, params_host[1]),
+                   put_layer<P_rows>(mesh, params_host[2]), put_layer<P_rep>(mesh, params_host[3]));
+    // doc-snippet-end
+    std::cout << "\n4-way batch data parallelism and 2-way model tensor parallelism\nbatch[0]:\n";
+    ts::visualize(x_batch);
+    std::cout << "W2:\n";
+    ts::visualize(std::get<1>(params).w);
+    std::cout << "W3:\n";
+    ts::visualize(std::get<2>(params).w);
+    std::cout << "loss_jit(params, batch) = " << loss_of<0>(params, x_batch, t_batch) << "\n";
+    // Layer 2 is local (W2's columns give z2's); layer 3 contracts over the model axis (a2's
+    // columns, W3's rows): a psum, as are the gradients of the weights sharded over it.
+    std::vector<double> losses;
+    const double ms =
+        examples::median_ms(1, [&] { losses = train(params, x_batch, t_batch, steps, step_size); });
+    std::cout << "after " << steps << " steps: loss_jit(params, batch) = " << losses.back() << " ("
+              << ms / steps << " ms per step)\nW2, W3 after training:\n";
+    ts::visualize(std::get<1>(params).w);
+    ts::visualize(std::get<2>(params).w);
+    compare_runs("4-way data x 2-way tensor parallel", losses, serial_losses, params, serial_params,
+                 tolerance);
+  }
+
+  return check.exit_code("seed002");
+}
