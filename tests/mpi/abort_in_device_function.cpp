@@ -4,6 +4,8 @@
 // MPI collective (psum): MPI cannot release the peer, so the backend prints the error with
 // the rank and aborts the job. The test passes when the job fails with that message; a hang
 // is stopped by CTest's timeout and fails.
+#include <mpi.h>
+
 #include <typeshard/backend/mpi.hpp>
 #include <typeshard/typeshard.hpp>
 
@@ -21,7 +23,11 @@ int main(int argc, char** argv) {
         if (here.device() == 1) throw std::runtime_error("boom on device 1");
         return ts::psum<"x">(x);  // device 0 waits here for device 1
       });
-  const auto sum = f(a);  // ranks outside the mesh take no part, and go on to finalize
+  const auto sum = f(a);  // ranks outside the mesh take no part
   (void)sum;
+  // Ranks outside the mesh wait too (a barrier rank 1 never reaches), so that the abort
+  // finds every rank blocked, as in a real job: Open MPI 4.1's mpirun can hang or crash when
+  // an abort meets ranks inside MPI_Finalize, which would make this test flaky.
+  MPI_Barrier(MPI_COMM_WORLD);
   return 0;
 }

@@ -4,6 +4,8 @@
 // catches, while the other ranks go on into a collective (to_host): mpi_devices' terminate
 // handler prints it with the rank and aborts the job at once, rather than leaving the peers
 // blocked until mpirun notices the dead process.
+#include <mpi.h>
+
 #include <typeshard/backend/mpi.hpp>
 #include <typeshard/typeshard.hpp>
 
@@ -21,5 +23,9 @@ int main(int argc, char** argv) {
     const auto back = ts::to_host(a);  // waits here for rank 1
     std::printf("not reached: %zu\n", back.size());
   }
-  return 0;  // ranks outside the mesh go on to finalize
+  // Ranks outside the mesh wait too (a barrier rank 1 never reaches), so that the abort
+  // finds every rank blocked, as in a real job: Open MPI 4.1's mpirun can hang or crash when
+  // an abort meets ranks inside MPI_Finalize, which would make this test flaky.
+  MPI_Barrier(MPI_COMM_WORLD);
+  return 0;
 }
