@@ -299,12 +299,12 @@ int main(int argc, char** argv) {
                                         std::to_string(s) + ", " + std::to_string(threads) + " at the start");
       if (s == warm_up) rss_at_warm_up = rss;
       if (s > warm_up) rss_max = std::max(rss_max, rss);
-      std::printf("%8zu %12.6f %10ld %8ld %14.3g\n", s, got_loss, rss, now_threads, worst_difference);
+      std::printf("%8zu %12.4g %10ld %8ld %14.3g\n", s, got_loss, rss, now_threads, worst_difference);
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const long growth = rss_max - rss_at_warm_up;
-  std::printf("soak: %.1f s (%.0f us per step); loss %.6f -> %.6f; VmRSS %ld KiB at start, %ld KiB "
+  std::printf("soak: %.1f s (%.0f us per step); loss %.4g -> %.4g; VmRSS %ld KiB at start, %ld KiB "
               "after warm-up (step %zu), at most %ld KiB after (growth %ld KiB, bound %ld KiB)\n",
               seconds, 1e6 * seconds / double(steps), first_loss, last_loss, rss_first, rss_at_warm_up,
               warm_up, rss_max, growth, rss_bound_kib);

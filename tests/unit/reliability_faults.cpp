@@ -26,7 +26,6 @@
 #include <limits>
 #include <mutex>
 #include <new>
-#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -42,7 +41,23 @@ namespace ts = typeshard;
 using namespace reliability;
 
 // ---- allocation fault injection ---------------------------------------------------------------
+//
+// Not where the sanitizer runtime is a static library that defines operator new itself (clang's
+// TSan, ASan and MSan: the two definitions would clash at link time); g++'s shared libasan
+// lets the replacement interpose, so the gcc, clang and asan stages of scripts/test run the
+// allocation sweeps and the tsan stage runs everything else.
+#if defined(__SANITIZE_THREAD__)
+#define RELIABILITY_ALLOCATION_HOOK 0
+#elif defined(__clang__) && defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define RELIABILITY_ALLOCATION_HOOK 0
+#endif
+#endif
+#ifndef RELIABILITY_ALLOCATION_HOOK
+#define RELIABILITY_ALLOCATION_HOOK 1
+#endif
 
+#if RELIABILITY_ALLOCATION_HOOK
 namespace {
 
 namespace inject {
@@ -130,6 +145,7 @@ void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+#endif  // RELIABILITY_ALLOCATION_HOOK
 
 namespace {
 
@@ -370,7 +386,7 @@ void run_fault_matrix(ts::cpu_devices& devices, const ts::device_mesh<mesh_2x4>&
 
 TEST_CASE("faults: a device function throwing before, between, inside or after collectives",
           "[reliability][faults]") {
-  const long threads_before = thread_count();
+  const long threads_before = settled_thread_count();
   {
     ts::cpu_devices devices{8};
     ts::device_mesh<mesh_2x4> m{devices, reversed};
@@ -461,7 +477,13 @@ TEST_CASE("faults: a device function throwing around the local matmuls and psum 
         (void)mlp_program(failing, where)(x, w1, w2);
         FAIL("the fault did not reach the caller");
       } catch (const ts::device_error& e) {
-        CHECK(e.device() == reversed[*failing.begin()]);
+        // Before the psum (the only collective) the first failing position is reported;
+        // after it, a failing device may be released from its psum by another's failure
+        // first, so any failing device may be the one reported.
+        bool failing_device = false;
+        for (std::size_t p : failing) failing_device = failing_device || e.device() == reversed[p];
+        CHECK(failing_device);
+        if (where != mlp_point::after_psum) CHECK(e.device() == reversed[*failing.begin()]);
         CHECK(contains(e.what(), "injected fault in the MLP on device " + std::to_string(e.device())));
       }
       CHECK(ts::to_host(x) == hx);
@@ -473,6 +495,7 @@ TEST_CASE("faults: a device function throwing around the local matmuls and psum 
 }
 
 // ---- allocation failures: every allocation point of an operation ---------------------------------
+#if RELIABILITY_ALLOCATION_HOOK
 
 namespace {
 
@@ -542,7 +565,7 @@ sweep_outcome sweep_allocation_faults(const std::string& what, std::size_t who, 
 TEST_CASE("faults: allocation failures at every point of device_put, to_host, elementwise, reshard, "
           "matmul and shard_map",
           "[reliability][faults][alloc]") {
-  const long threads_before = thread_count();
+  const long threads_before = settled_thread_count();
   {
     ts::cpu_devices devices{8};
     ts::device_mesh<mesh_2x4> m{devices, reversed};
@@ -610,20 +633,24 @@ TEST_CASE("faults: allocation failures at every point of device_put, to_host, el
   CHECK(thread_count() == threads_before);
 }
 
+#endif  // RELIABILITY_ALLOCATION_HOOK
+
 // ---- the pool's life cycle ------------------------------------------------------------------------
 
-namespace {
-using mesh_4 = ts::mesh<ts::axis("x", 4)>;
-}
-
-TEST_CASE("pool: destroying cpu_devices while another thread's operation runs waits for it",
+TEST_CASE("pool: destroying cpu_devices while another thread's run() is in progress waits for it",
           "[reliability][pool]") {
+  // The documented contract of ~cpu_devices: it waits for a run() in progress. (A typeshard
+  // operation such as shard_map still uses the backend after its run() returns, so the
+  // caller must not destroy a pool while another thread is inside an operation on it; this
+  // test uses run() and the collective primitives directly, and touches nothing after.)
   watchdog dog("destructor during a running operation");
-  const long threads_before = thread_count();
+  const long threads_before = settled_thread_count();
   auto devices = std::make_unique<ts::cpu_devices>(4);
-  ts::device_mesh<mesh_4> m{*devices};
-  const auto host = iota(8, 4);
-  auto a = ts::device_put<ts::spec<"x", ts::none>>(m, host);
+  ts::backend& backend = *devices;
+  const std::vector<ts::device_id> ids{0, 1, 2, 3};
+  const std::vector<std::size_t> members{0, 1, 2, 3};
+  constexpr long rounds = 200;
+  std::vector<std::vector<long>> sums(4, std::vector<long>(rounds, -1));
 
   std::mutex mutex;
   std::condition_variable cv;
@@ -631,25 +658,23 @@ TEST_CASE("pool: destroying cpu_devices while another thread's operation runs wa
   bool destroying = false;
   std::atomic<int> order{0};
   int operation_done = 0, destructor_done = 0;
-  constexpr int rounds = 200;
-  std::optional<decltype(a)> result;
 
   std::thread operation([&] {
-    const auto f = ts::shard_map<mesh_4, ts::spec<"x", ts::none>, ts::spec<"x", ts::none>>(
-        [&](const auto& b) {
-          {
-            std::unique_lock lock(mutex);
-            ++entered;
-            cv.notify_all();
-            cv.wait(lock, [&] { return destroying; });
-          }
-          // The destructor has been called by now; these collectives run while it waits.
-          auto s = ts::psum<"x">(b);
-          for (int i = 1; i < rounds; ++i) s = s + ts::psum<"x">(b);
-          return s;
-        });
-    result.emplace(f(a));
-    operation_done = ++order;
+    backend.run(ids, [&](std::size_t i) {
+      {
+        std::unique_lock lock(mutex);
+        ++entered;
+        cv.notify_all();
+        cv.wait(lock, [&] { return destroying; });
+      }
+      // The destructor has been called by now; these collectives run while it waits.
+      for (long r = 0; r < rounds; ++r) {
+        const long mine = static_cast<long>(i) + r;
+        backend.all_reduce(ts::collective_group{members, i}, ts::element_type_of<long>,
+                           ts::reduce_op::sum, &mine, &sums[i][static_cast<std::size_t>(r)], 1);
+      }
+    });
+    operation_done = ++order;  // nothing touches the pool after run() returned
   });
   std::thread destroyer([&] {
     {
@@ -658,32 +683,25 @@ TEST_CASE("pool: destroying cpu_devices while another thread's operation runs wa
       destroying = true;
     }
     cv.notify_all();
-    devices.reset();  // must wait for the running operation
+    devices.reset();  // must wait for the run() in progress
     destructor_done = ++order;
   });
   operation.join();
   destroyer.join();
   CHECK(operation_done == 1);
   CHECK(destructor_done == 2);
-  // The result's shards outlive the pool: check them directly (no operation can run now).
-  REQUIRE(result.has_value());
-  for (std::size_t p = 0; p < 4; ++p) {
-    const auto block = result->local_data(p);
-    REQUIRE(block.size() == 8);
-    for (std::size_t i = 0; i < 2; ++i)
-      for (std::size_t j = 0; j < 4; ++j) {
-        int s = 0;
-        for (std::size_t q = 0; q < 4; ++q) s += host(2 * q + i, j);
-        CHECK(block[i * 4 + j] == rounds * s);
-      }
-  }
+  for (std::size_t i = 0; i < 4; ++i)
+    for (long r = 0; r < rounds; ++r) {
+      INFO("device " << i << ", round " << r);
+      CHECK(sums[i][static_cast<std::size_t>(r)] == 6 + 4 * r);  // (0 + 1 + 2 + 3) + 4r
+    }
   CHECK(thread_count() == threads_before);
 }
 
 TEST_CASE("pool: two threads sharing one pool, and pools made and destroyed in a loop",
           "[reliability][pool]") {
   watchdog dog("shared pool");
-  const long threads_before = thread_count();
+  const long threads_before = settled_thread_count();
   {
     ts::cpu_devices devices{8};
     ts::device_mesh<mesh_2x4> m{devices};

@@ -685,8 +685,12 @@ struct runner {
     } else if constexpr (P.kind == prog::shift || P.kind == prog::ppermute_one) {
       const std::size_t k = 1 + pick(std::max<std::size_t>(size1, 2) - 1);
       const auto f = ts::shard_map<Mesh, S, S>([k](const auto& b) {
-        if constexpr (P.kind == prog::shift) return ts::shift<axis_at<Mesh, P.axis>>(b, static_cast<std::ptrdiff_t>(k));
-        else return ts::ppermute<axis_at<Mesh, P.axis>>(b, {{0, 1}});
+        if constexpr (P.kind == prog::shift) {
+          return ts::shift<axis_at<Mesh, P.axis>>(b, static_cast<std::ptrdiff_t>(k));
+        } else {
+          (void)k;
+          return ts::ppermute<axis_at<Mesh, P.axis>>(b, {{0, 1}});
+        }
       });
       trace << "  shard_map<" << S::to_string() << ">: "
             << (P.kind == prog::shift ? "shift<" : "ppermute<") << A1.view()

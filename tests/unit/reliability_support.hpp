@@ -80,6 +80,14 @@ inline long proc_status(const char* field) {
 inline long rss_kib() { return proc_status("VmRSS"); }
 inline long thread_count() { return proc_status("Threads"); }
 
+// The thread count to compare against later: measured after one thread has been started and
+// joined, so that helper threads a sanitizer runtime starts with the first thread
+// (ThreadSanitizer's background thread) are already counted.
+inline long settled_thread_count() {
+  std::thread([] {}).join();
+  return thread_count();
+}
+
 template <class T, std::size_t Rank>
 bool same_bits(const ts::host_tensor<T, Rank>& a, const ts::host_tensor<T, Rank>& b) {
   return a.extents() == b.extents() &&
