@@ -69,16 +69,19 @@ def workloads(quick):
          "devices compute each block)", 2),
     ]
     for req, title, desc, work in cases:
-        out.append(dict(name=f"matmul_{req}", request=req, title=title, description=desc,
+        out.append(dict(name=f"matmul_{req}", short=f"matmul {req}", request=req, title=title,
+                        description=desc,
                         params={"n": n}, shape=f"N = {n}", flops=2.0 * n ** 3,
                         device_work=work, contenders=MATMUL_CONTENDERS, kind="flops"))
-    out.append(dict(name="batched_matmul", request="batched", title="batched matmul",
+    out.append(dict(name="batched_matmul", short="batched", request="batched",
+                    title="batched matmul",
                     description="seed 004, 8 x N x N . 8 x N x N with the batch over 8 devices "
                     "(pmap(jnp.matmul)): no collective",
                     params={"batch": 8, "n": bn}, shape=f"8 x {bn} x {bn}",
                     flops=8 * 2.0 * bn ** 3, device_work=1, contenders=MATMUL_CONTENDERS,
                     kind="flops"))
-    out.append(dict(name="megatron_mlp", request="megatron", title="Megatron MLP forward",
+    out.append(dict(name="megatron_mlp", short="Megatron MLP", request="megatron",
+                    title="Megatron MLP forward",
                     description="seed 000 on the 2 x 2 mesh (data, model): all_gather x over "
                     "model, x @ W1, @ W2, psum_scatter over model (the seed's specs leave "
                     "'data' unused: 2 devices compute each block)",
@@ -89,7 +92,8 @@ def workloads(quick):
     sizes = [784, th, th, th, 10]
     step_flops = sum(2.0 * tb * sizes[l] * sizes[l + 1] * (3 if l > 0 else 2)
                      for l in range(len(sizes) - 1))
-    out.append(dict(name="training_step", request="training", title="MLP training step",
+    out.append(dict(name="training_step", short="training step", request="training",
+                    title="MLP training step",
                     description="seed 002, one SGD step (forward, backward, update) of the MLP "
                     f"[784, {th}, {th}, {th}, 10] with 8-way data parallelism (batch over 8 "
                     "devices, parameters replicated)",
@@ -100,7 +104,8 @@ def workloads(quick):
                      ("psum", "each device starts and ends with S"),
                      ("psum_scatter", "each device starts with S, ends with S / n")):
         for devs in (2, 8):
-            out.append(dict(name=f"{op}_{devs}dev", request=op, title=f"{op}, {devs} devices",
+            out.append(dict(name=f"{op}_{devs}dev", short=f"{op} x{devs}", request=op,
+                            title=f"{op}, {devs} devices",
                             description=f"{op} of S = 64 MiB float32 on a 1-D mesh of {devs} "
                             f"devices ({what}), through shard_map; the memcpy copies n x S "
                             "bytes",

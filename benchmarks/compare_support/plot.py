@@ -45,11 +45,11 @@ def workload_figure(w, report, path):
     ax_t.set_yticks(y)
     ax_t.set_yticklabels(labels)
     ax_t.set_xlabel("median time per run, ms (bars: min to max)")
-    for yi, m, r, c in zip(y, med, recs, cs):
+    for yi, m, h, r, c in zip(y, med, hi, recs, cs):
         text = "" if c == "typeshard" else f"  {r.get('ratio', 0):.2f}x"
         if r.get("check") is False:
             text += " WRONG"
-        ax_t.text(m, yi, text, va="center", ha="left", fontsize=8)
+        ax_t.text(m + h, yi, text, va="center", ha="left", fontsize=8)
     ax_t.set_xlim(0, max(m + h for m, h in zip(med, hi)) * 1.3)
 
     if w["kind"] == "flops":
@@ -102,8 +102,8 @@ def summary_figure(report, path):
     ax.axhline(1.0, color="k", lw=1)
     ax.set_yscale("log")
     ax.set_xticks(range(len(ws)))
-    ax.set_xticklabels([w["title"].replace(": ", ":\n").replace(", ", ",\n") for w in ws],
-                       fontsize=7)
+    ax.set_xticklabels([w.get("short", w["name"]) for w in ws], fontsize=8, rotation=30,
+                       ha="right")
     ax.set_ylabel("contender time / typeshard time\n(above 1: typeshard faster)")
     ax.legend(fontsize=8, ncol=len(others), loc="upper left")
     ax.set_title(f"typeshard against the alternatives ({report['mode']} run)", fontsize=11)
