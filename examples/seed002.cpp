@@ -32,7 +32,7 @@
 // Sizes. The notebook's x is 8192 x 8192 and its MLP has layers [784, 8192, 8192, 8192, 10]
 // and a batch of 8192; that is a few seconds of a TPU but hours of two CPU cores, so the
 // default is x of 512 x 512 and the MLP [784, 256, 256, 256, 10] with a batch of 256, and
-// --large runs the notebook's sizes (needs about 14 GB of memory: the 8-way data-parallel
+// --large runs the notebook's sizes (estimated 12-16 GB of memory: the 8-way data-parallel
 // run replicates the parameters and gradients on every device, as the notebook does). The
 // default step size is the notebook's scaled by 8192 / hidden width: with standard
 // initialisation a step changes the outputs in proportion to step * width, so the small
@@ -428,7 +428,7 @@ int main(int argc, char** argv) {
   const examples::options opts = examples::parse_options(
       argc, argv,
       "the notebook's sizes: x of 8192 x 8192, MLP [784, 8192, 8192, 8192, 10], batch 8192, "
-      "step 1e-5 (hours on two cores, about 14 GB)");
+      "step 1e-5 (hours on two cores, an estimated 12-16 GB of memory)");
   if (opts.exit >= 0) return opts.exit;
 
   ts::cpu_devices devices{8};  // the backend: XLA_FLAGS=--xla_force_host_platform_device_count=8
