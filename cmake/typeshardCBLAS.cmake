@@ -13,9 +13,13 @@
 #
 # Which OpenBLAS: every device of the mesh runs its own GEMM on its own thread, so the BLAS
 # must be single-threaded inside. TYPESHARD_OPENBLAS_FLAVOR chooses:
-#   auto     (default) the serial build if installed, else the pthread build / default one;
+#   auto     (default) the pthread build (run single-threaded), else the serial one;
 #   serial   only the serial build;
 #   pthread  only the pthread build (or whatever plain -lopenblas resolves to).
+# auto avoids Debian's serial build on purpose: it is compiled without USE_LOCKING, so
+# concurrent cblas_sgemm calls from several device threads silently corrupt results now and
+# then (OpenBLAS issue #2126; seen here in examples/seed002 in about a third of the runs).
+# The pthread build locks its buffers and is run with openblas_set_num_threads(1).
 # Debian: the serial runtime is libopenblas0-serial (/usr/lib/<arch>/openblas-serial/
 # libopenblas.so.0, no dev symlink, no headers); libopenblas-dev brings the pthread headers and
 # library. cblas.h is the same API for both flavours, so the serial library is linked by its
@@ -31,7 +35,7 @@
 include_guard(GLOBAL)
 
 set(TYPESHARD_OPENBLAS_FLAVOR "auto" CACHE STRING
-    "Which OpenBLAS build typeshard::blas links: auto (serial if installed), serial, pthread")
+    "Which OpenBLAS build typeshard::blas links: auto (pthread, run single-threaded), serial, pthread")
 set_property(CACHE TYPESHARD_OPENBLAS_FLAVOR PROPERTY STRINGS auto serial pthread)
 
 function(typeshard_find_cblas found_var)
@@ -79,17 +83,17 @@ function(typeshard_find_cblas found_var)
 
   # --- the library -------------------------------------------------------------------------
   if(NOT TYPESHARD_CBLAS_LIBRARY)
-    if(flavor STREQUAL "auto" OR flavor STREQUAL "serial")
-      # Debian ships the serial runtime without the libopenblas.so dev symlink: accept .so.0.
-      find_library(TYPESHARD_CBLAS_LIBRARY NAMES openblas libopenblas.so.0
-                   PATHS ${serial_lib_dirs} NO_DEFAULT_PATH NO_CACHE)
-    endif()
-    if(NOT TYPESHARD_CBLAS_LIBRARY AND (flavor STREQUAL "auto" OR flavor STREQUAL "pthread"))
+    if(flavor STREQUAL "auto" OR flavor STREQUAL "pthread")
       find_library(TYPESHARD_CBLAS_LIBRARY NAMES openblas openblasp
                    PATHS ${pthread_lib_dirs} NO_DEFAULT_PATH NO_CACHE)
       if(NOT TYPESHARD_CBLAS_LIBRARY)
         find_library(TYPESHARD_CBLAS_LIBRARY NAMES openblas NO_CACHE)
       endif()
+    endif()
+    if(NOT TYPESHARD_CBLAS_LIBRARY AND (flavor STREQUAL "auto" OR flavor STREQUAL "serial"))
+      # Debian ships the serial runtime without the libopenblas.so dev symlink: accept .so.0.
+      find_library(TYPESHARD_CBLAS_LIBRARY NAMES openblas libopenblas.so.0
+                   PATHS ${serial_lib_dirs} NO_DEFAULT_PATH NO_CACHE)
     endif()
     if(TYPESHARD_CBLAS_LIBRARY)
       set(TYPESHARD_CBLAS_LIBRARY "${TYPESHARD_CBLAS_LIBRARY}" CACHE FILEPATH

@@ -4,7 +4,7 @@
 TS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # Everything a full `scripts/test` run needs on a fresh Debian 12 (bookworm).
-# libopenblas0-serial: the single-threaded OpenBLAS typeshard::blas prefers (per-device GEMM);
+# libopenblas0-serial: the serial OpenBLAS, only for TYPESHARD_OPENBLAS_FLAVOR=serial builds;
 # libclang-rt-14-dev: clang's sanitizer runtimes (TSan stage); libfftw3-dev: reserved for the
 # library's FFT kernels.
 # shellcheck disable=SC2034 # used by the scripts that source this file

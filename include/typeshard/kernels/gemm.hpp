@@ -10,9 +10,11 @@
 //
 // Threads: the mesh is the parallelism. Each simulated device already runs on its own
 // thread, so the BLAS must not start threads of its own (2 devices x N BLAS threads on 2
-// cores would oversubscribe). typeshard::blas prefers the serial OpenBLAS build; when the
-// pthread build is linked (TYPESHARD_HAVE_OPENBLAS without TYPESHARD_OPENBLAS_SERIAL), the
-// first gemm call sets OpenBLAS's process-wide thread count to 1, once. The trade-off: a
+// cores would oversubscribe). typeshard::blas links the pthread OpenBLAS build (Debian's
+// serial build lacks USE_LOCKING and corrupts results under concurrent calls, see
+// cmake/typeshardCBLAS.cmake); when the pthread build is linked (TYPESHARD_HAVE_OPENBLAS
+// without TYPESHARD_OPENBLAS_SERIAL), the first gemm call sets OpenBLAS's process-wide thread
+// count to 1, once. The trade-off: a
 // program that also calls BLAS itself outside typeshard gets single-threaded BLAS too; if it
 // raises the count (openblas_set_num_threads), it must set it back to 1 before running
 // sharded ops (benchmarks/matmul.cpp does exactly that around its 2-thread baseline).
