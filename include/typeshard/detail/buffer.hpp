@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <limits>
 #include <memory>
 #include <new>
@@ -22,20 +21,48 @@ namespace typeshard::detail {
 // Cache-line alignment keeps two devices' shards off each other's lines and suits SIMD.
 inline constexpr std::size_t shard_alignment = 64;
 
-// Asks Linux for transparent huge pages over the 2 MiB-aligned inside of a large block.
-// Where THP is in "madvise" mode (a common default) a plain allocation gets 4 KiB pages, so
-// first touching a 64 MiB shard takes 16384 page faults (32 with huge pages): most of the
-// time of a collective whose output is fresh memory (benchmarks/compare measured about 5x
-// less CPU time to allocate, touch and free such blocks). Only advice: nothing changes if
-// the kernel declines.
-inline void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
-  if (bytes < 2 * huge) return;
-  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
-  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
-  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+// Large blocks (4 MiB and more, on Linux) get an anonymous mapping of their own, advised to
+// use transparent huge pages, and unmapped when freed. Where THP is in "madvise" mode (a
+// common default) plain allocations get 4 KiB pages, so first touching a fresh 64 MiB shard
+// takes 16384 page faults: most of the time of a collective whose output is fresh memory. A
+// mapping of its own (not huge-page advice on malloc's heaps, whose trimming and regrowth
+// made matmul outputs slower) costs about 5x less CPU time to allocate, touch and free
+// (benchmarks/compare). Not under AddressSanitizer, which checks operator new's blocks.
+inline constexpr std::size_t mapped_block_bytes = std::size_t{4} << 20;
+
+#if defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TYPESHARD_DETAIL_NO_MAPPED_BLOCKS 1
 #endif
+#endif
+#if !defined(TYPESHARD_DETAIL_NO_MAPPED_BLOCKS)
+#define TYPESHARD_DETAIL_MAPPED_BLOCKS 1
+#endif
+#endif
+
+inline void* allocate_block(std::size_t bytes) {
+#if defined(TYPESHARD_DETAIL_MAPPED_BLOCKS)
+  if (bytes >= mapped_block_bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+#if defined(MADV_HUGEPAGE)
+    (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: the kernel may decline
+#endif
+    return p;
+  }
+#endif
+  return ::operator new[](bytes, std::align_val_t{shard_alignment});
+}
+
+inline void free_block(void* p, [[maybe_unused]] std::size_t bytes) {
+#if defined(TYPESHARD_DETAIL_MAPPED_BLOCKS)
+  if (bytes >= mapped_block_bytes) {
+    ::munmap(p, bytes);
+    return;
+  }
+#endif
+  ::operator delete[](p, std::align_val_t{shard_alignment});
 }
 
 // buffer<T>: n elements, 64-byte aligned, uninitialised until written. Allocated by the
@@ -50,12 +77,8 @@ class buffer {
  public:
   buffer() = default;
   explicit buffer(std::size_t n)
-      : data_(n == 0 ? nullptr
-                     : static_cast<T*>(::operator new[](bytes(n),
-                                                       std::align_val_t{shard_alignment}))),
-        size_(n) {
-    if (n != 0) advise_huge_pages(data_.get(), n * sizeof(T));
-  }
+      : data_(n == 0 ? nullptr : static_cast<T*>(allocate_block(bytes(n))), block_delete{bytes(n)}),
+        size_(n) {}
 
   T* data() { return data_.get(); }
   const T* data() const { return data_.get(); }
@@ -75,10 +98,11 @@ class buffer {
     return n * sizeof(T);
   }
 
-  struct aligned_delete {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t{shard_alignment}); }
+  struct block_delete {
+    std::size_t bytes = 0;
+    void operator()(T* p) const { free_block(p, bytes); }
   };
-  std::unique_ptr<T, aligned_delete> data_;
+  std::unique_ptr<T, block_delete> data_;
   std::size_t size_ = 0;
 };
 
