@@ -400,7 +400,7 @@ inline void check_case(const layout_case& c, const std::vector<std::size_t>& ext
 }
 
 // check_meshes(Meshes{}): every valid spec of ranks 1 to 3 on each mesh, each with the
-// corner-case extents (all 0, all 1, one element per shard) and 8 random ones. Returns the
+// corner-case extents (all 0, all 1, one element per shard) and 16 random ones. Returns the
 // number of specs checked.
 template <class... Meshes>
 std::size_t check_meshes(mesh_list<Meshes...> meshes) {
@@ -417,7 +417,7 @@ std::size_t check_meshes(mesh_list<Meshes...> meshes) {
     check_case(c, std::vector<std::size_t>(rank, 0));
     check_case(c, std::vector<std::size_t>(rank, 1));
     check_case(c, c.shards);
-    for (int trial = 0; trial < 8; ++trial)
+    for (int trial = 0; trial < 16; ++trial)
       check_case(c, random_extents(rng, c.shards, rank == 3 ? 400 : 2000));
   }
   return cases.size();

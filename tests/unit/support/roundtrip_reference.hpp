@@ -270,7 +270,7 @@ std::size_t check_roundtrips(mesh_list<Meshes...> meshes) {
   for (const roundtrip_case& c : cases) {
     const std::size_t rank = c.shards.size();
     std::vector<std::vector<std::size_t>> shapes{std::vector<std::size_t>(rank, 0), c.shards};
-    for (int trial = 0; trial < 3; ++trial)
+    for (int trial = 0; trial < 6; ++trial)
       shapes.push_back(random_extents(rng, c.shards, rank == 3 ? 600 : 3000));
     std::vector<ts::device_id> first(c.mesh_size);
     std::iota(first.begin(), first.end(), ts::device_id{0});
