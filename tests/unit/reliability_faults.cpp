@@ -107,6 +107,10 @@ void* allocate(std::size_t n, std::size_t alignment) {
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
+// Not inlined, so that g++ does not see free() applied to what operator new returned
+// (-Wmismatched-new-delete): here both are malloc's.
+[[gnu::noinline]] void release(void* p) noexcept { std::free(p); }
+
 void* allocate_nothrow(std::size_t n, std::size_t alignment) noexcept {
   try {
     return allocate(n, alignment);
@@ -133,18 +137,18 @@ void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noe
 void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
   return inject::allocate_nothrow(n, static_cast<std::size_t>(a));
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept { inject::release(p); }
+void operator delete[](void* p) noexcept { inject::release(p); }
+void operator delete(void* p, std::size_t) noexcept { inject::release(p); }
+void operator delete[](void* p, std::size_t) noexcept { inject::release(p); }
+void operator delete(void* p, std::align_val_t) noexcept { inject::release(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { inject::release(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { inject::release(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { inject::release(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { inject::release(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { inject::release(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { inject::release(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { inject::release(p); }
 #endif  // RELIABILITY_ALLOCATION_HOOK
 
 namespace {
