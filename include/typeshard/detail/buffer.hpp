@@ -21,14 +21,17 @@ namespace typeshard::detail {
 // Cache-line alignment keeps two devices' shards off each other's lines and suits SIMD.
 inline constexpr std::size_t shard_alignment = 64;
 
-// Large blocks (4 MiB and more, on Linux) get an anonymous mapping of their own, advised to
-// use transparent huge pages, and unmapped when freed. Where THP is in "madvise" mode (a
-// common default) plain allocations get 4 KiB pages, so first touching a fresh 64 MiB shard
-// takes 16384 page faults: most of the time of a collective whose output is fresh memory. A
-// mapping of its own (not huge-page advice on malloc's heaps, whose trimming and regrowth
-// made matmul outputs slower) costs about 5x less CPU time to allocate, touch and free
-// (benchmarks/compare). Not under AddressSanitizer, which checks operator new's blocks.
-inline constexpr std::size_t mapped_block_bytes = std::size_t{4} << 20;
+// Large blocks (32 MiB and more, on Linux) get an anonymous mapping of their own, advised to
+// use transparent huge pages, and unmapped when freed. glibc's malloc maps blocks that large
+// afresh on every allocation anyway (32 MiB is the ceiling of its dynamic mmap threshold on
+// 64-bit), with 4 KiB pages where THP is in "madvise" mode (a common default): first
+// touching a fresh 64 MiB shard then takes 16384 page faults, most of the time of a
+// collective whose output is fresh memory. With huge pages, psum, all_gather and
+// psum_scatter of 64 MiB ran 3-4x faster (benchmarks/compare). Smaller blocks stay with
+// malloc, which recycles freed ones: giving those fresh mappings too (tried from 4 MiB up)
+// made a training step that reallocates 4-16 MiB blocks 37-39% slower. Not under
+// AddressSanitizer, which checks operator new's blocks.
+inline constexpr std::size_t mapped_block_bytes = std::size_t{32} << 20;
 
 #if defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
 #if defined(__has_feature)
