@@ -372,10 +372,17 @@ def main():
     ap.add_argument("--docs", type=int, default=-1,
                     help="write docs/performance.md (default: on full runs only)")
     ap.add_argument("--results", default=os.path.join(ROOT, "benchmarks", "results"))
+    ap.add_argument("--report-only", action="store_true",
+                    help="redraw the plots and rewrite the Markdown from latest.json")
     args = ap.parse_args()
+    if args.report_only:
+        with open(os.path.join(args.results, "latest.json")) as f:
+            report = json.load(f)
+        write_outputs(report, args, print)
+        return
 
     quick = args.quick
-    reps_min, reps_max, target_s = (5, 10, 0.5) if quick else (7, 25, 3.0)
+    reps_min, reps_max, target_s = (5, 10, 0.5) if quick else (5, 25, 3.0)
     os.makedirs(args.results, exist_ok=True)
     logdir = os.path.join(args.build, "logs")
     os.makedirs(logdir, exist_ok=True)
@@ -571,7 +578,13 @@ def main():
         f.write("\n")
     log()
     log(f"wrote {os.path.relpath(json_path, ROOT)}")
+    write_outputs(report, args, log)
 
+
+def write_outputs(report, args, log):
+    """The plots (with the venv's matplotlib), latest.md and, after full runs, the docs page."""
+    quick = report["mode"] == "quick"
+    json_path = os.path.join(args.results, "latest.json")
     plot_note = ""
     if args.venv_python:
         p = subprocess.run([args.venv_python, os.path.join(HERE, "plot.py"), json_path],

@@ -4,7 +4,6 @@
 // timing. The training step is seed 002's MLP on the whole batch in Eigen expressions (the
 // coefficient-wise parts are Eigen's single-threaded vectorised loops).
 #include <Eigen/Dense>
-
 #include <algorithm>
 #include <thread>
 
@@ -23,15 +22,16 @@ matrix make_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed, float
 }
 
 std::string eigen_info() {
-  return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
-         "." + std::to_string(EIGEN_MINOR_VERSION) + ", " + std::to_string(Eigen::nbThreads()) +
-         " threads, SIMD " + Eigen::SimdInstructionSetsInUse();
+  return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
+         std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) + ", " +
+         std::to_string(Eigen::nbThreads()) + " threads, SIMD " + Eigen::SimdInstructionSetsInUse();
 }
 
 class product final : public instance {
  public:
   explicit product(const params& p)
-      : a_(make_matrix(p.get("n"), p.get("n"), 1)), b_(make_matrix(p.get("n"), p.get("n"), 2)),
+      : a_(make_matrix(p.get("n"), p.get("n"), 1)),
+        b_(make_matrix(p.get("n"), p.get("n"), 2)),
         c_(a_.rows(), b_.cols()) {}
   void run() override { c_.noalias() = a_ * b_; }
   std::vector<double> check() override { return sample(c_.data(), c_.size()); }
@@ -56,7 +56,8 @@ class batched final : public instance {
   std::vector<double> check() override {
     std::vector<double> out;
     const std::size_t per = n_ * n_;
-    for (std::size_t pos : sample_positions(x_.size() * per)) out.push_back(y_[pos / per].data()[pos % per]);
+    for (std::size_t pos : sample_positions(x_.size() * per))
+      out.push_back(y_[pos / per].data()[pos % per]);
     return out;
   }
   std::string info() override { return eigen_info(); }
@@ -72,7 +73,8 @@ class megatron final : public instance {
       : x_(make_matrix(p.get("batch"), p.get("d"), 1)),
         w1_(make_matrix(p.get("d"), p.get("f"), 2, 1.0f / std::sqrt(float(p.get("d"))))),
         w2_(make_matrix(p.get("f"), p.get("d"), 3, 1.0f / std::sqrt(float(p.get("f"))))),
-        temp_(x_.rows(), w1_.cols()), out_(x_.rows(), w2_.cols()) {}
+        temp_(x_.rows(), w1_.cols()),
+        out_(x_.rows(), w2_.cols()) {}
   void run() override {
     temp_.noalias() = x_ * w1_;
     out_.noalias() = temp_ * w2_;

@@ -30,8 +30,8 @@ using buf = std::vector<float>;
 void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda,
           const float* b, std::size_t ldb, float* c, std::size_t ldc, bool ta = false,
           bool tb = false, float alpha = 1.0f, float beta = 0.0f) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m),
+              int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
 std::string blas_info() {
@@ -42,7 +42,8 @@ std::string blas_info() {
 // Every matmul case of seed 001 is the same unsharded product C = A B.
 class product final : public instance {
  public:
-  explicit product(const params& p) : n_(p.get("n")), a_(make(n_ * n_, 1)), b_(make(n_ * n_, 2)), c_(n_ * n_) {}
+  explicit product(const params& p)
+      : n_(p.get("n")), a_(make(n_ * n_, 1)), b_(make(n_ * n_, 2)), c_(n_ * n_) {}
   void run() override { gemm(n_, n_, n_, a_.data(), n_, b_.data(), n_, c_.data(), n_); }
   std::vector<double> check() override { return sample(c_.data(), c_.size()); }
   std::string info() override { return blas_info(); }
@@ -72,9 +73,14 @@ class batched final : public instance {
 class megatron final : public instance {
  public:
   explicit megatron(const params& p)
-      : b_(p.get("batch")), d_(p.get("d")), f_(p.get("f")), x_(make(b_ * d_, 1)),
+      : b_(p.get("batch")),
+        d_(p.get("d")),
+        f_(p.get("f")),
+        x_(make(b_ * d_, 1)),
         w1_(make(d_ * f_, 2, 1.0f / std::sqrt(float(d_)))),
-        w2_(make(f_ * d_, 3, 1.0f / std::sqrt(float(f_)))), temp_(b_ * f_), out_(b_ * d_) {}
+        w2_(make(f_ * d_, 3, 1.0f / std::sqrt(float(f_)))),
+        temp_(b_ * f_),
+        out_(b_ * d_) {}
   void run() override {
     gemm(b_, f_, d_, x_.data(), d_, w1_.data(), f_, temp_.data(), f_);
     gemm(b_, d_, f_, temp_.data(), f_, w2_.data(), d_, out_.data(), d_);

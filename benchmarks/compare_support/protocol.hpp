@@ -4,7 +4,8 @@
 //
 // Protocol (one request per line on stdin, one reply per line on stdout):
 //   setup <workload> key=value ...   build the inputs, run once (warm-up), sample the result
-//                                    -> "ok check=v,v,... info=<text>" | "skip <why>" | "error <why>"
+//                                    -> "ok check=v,v,... info=<text>" | "skip <why>" | "error
+//                                    <why>"
 //   run                              run once -> "time <seconds>" (steady_clock, wall time)
 //   free                             drop the workload's data -> "ok"
 //   quit (or end of input)           exit

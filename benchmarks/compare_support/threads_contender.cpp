@@ -41,8 +41,8 @@ void spmd(std::size_t n, F&& f) {
 void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda,
           const float* b, std::size_t ldb, float* c, std::size_t ldc, bool ta = false,
           bool tb = false, float alpha = 1.0f, float beta = 0.0f) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m),
+              int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
 // The block [r0, r0 + rows) x [c0, c0 + cols) of a row-major matrix with `ld` columns.
@@ -149,7 +149,8 @@ class matmul_case final : public instance {
     buf g(n * n);
     switch (which_) {
       case 1:
-        for (std::size_t p = 0; p < 4; ++p) put_block(g, n, (p / 2) * h, h, (p % 2) * h, h, c_[p].data());
+        for (std::size_t p = 0; p < 4; ++p)
+          put_block(g, n, (p / 2) * h, h, (p % 2) * h, h, c_[p].data());
         break;
       case 2:
       case 3:
@@ -172,7 +173,8 @@ class matmul_case final : public instance {
 
 class batched final : public instance {
  public:
-  explicit batched(const params& p) : batch_(p.get("batch")), n_(p.get("n")), x_(batch_), y_(batch_) {
+  explicit batched(const params& p)
+      : batch_(p.get("batch")), n_(p.get("n")), x_(batch_), y_(batch_) {
     spmd(batch_, [&](std::size_t d) {  // each device makes its own block
       x_[d].resize(n_ * n_);
       fill(x_[d].data(), n_ * n_, 1, d * n_ * n_);
@@ -236,7 +238,8 @@ class megatron final : public instance {
   }
   std::vector<double> check() override {
     buf g(b_ * d_);
-    for (std::size_t m = 0; m < 2; ++m) put_block(g, d_, 0, b_, m * (d_ / 2), d_ / 2, out_[m].data());
+    for (std::size_t m = 0; m < 2; ++m)
+      put_block(g, d_, 0, b_, m * (d_ / 2), d_ / 2, out_[m].data());
     return sample(g.data(), g.size());
   }
 
@@ -285,7 +288,8 @@ class training final : public instance {
       for (std::size_t l = 0; l < L; ++l) {
         const std::size_t ni = s_.sizes[l], no = s_.sizes[l + 1];
         float* z = d.z[l].data();
-        for (std::size_t i = 0; i < rows_; ++i) std::memcpy(z + i * no, b_[l].data(), no * sizeof(float));
+        for (std::size_t i = 0; i < rows_; ++i)
+          std::memcpy(z + i * no, b_[l].data(), no * sizeof(float));
         gemm(rows_, no, ni, in, ni, w_[l].data(), no, z, no, false, false, 1.0f, 1.0f);
         if (l + 1 < L) {
           float* a = d.a[l].data();
@@ -314,8 +318,10 @@ class training final : public instance {
       }
       sync.arrive_and_wait();  // every device's gradients are written; W is read no more
       for (std::size_t l = 0; l < L; ++l) {
-        update_slice(w_[l], [&](std::size_t j) { return dev_[j].dw[l].data(); }, r);
-        update_slice(b_[l], [&](std::size_t j) { return dev_[j].db[l].data(); }, r);
+        update_slice(
+            w_[l], [&](std::size_t j) { return dev_[j].dw[l].data(); }, r);
+        update_slice(
+            b_[l], [&](std::size_t j) { return dev_[j].db[l].data(); }, r);
       }
     });
   }
@@ -356,14 +362,16 @@ class training final : public instance {
   std::vector<device> dev_;
 };
 
-// ---- memcpy: the collectives' floor ----------------------------------------------------------------
+// ---- memcpy: the collectives' floor
+// ----------------------------------------------------------------
 
 class copy_floor final : public instance {
  public:
   explicit copy_floor(const params& p)
       : threads_(std::max(1u, std::thread::hardware_concurrency())),
         per_thread_(p.get("devices") * p.get("mib") * (std::size_t{1} << 20) / threads_),
-        src_(threads_), dst_(threads_) {
+        src_(threads_),
+        dst_(threads_) {
     spmd(threads_, [&](std::size_t t) {  // allocated and first touched by the copying thread
       src_[t].reset(new char[per_thread_]);
       dst_[t].reset(new char[per_thread_]);
@@ -384,7 +392,9 @@ class copy_floor final : public instance {
 
 template <class T, class... Extra>
 factory make(Extra... extra) {
-  return [=](const params& p) -> std::unique_ptr<instance> { return std::make_unique<T>(p, extra...); };
+  return [=](const params& p) -> std::unique_ptr<instance> {
+    return std::make_unique<T>(p, extra...);
+  };
 }
 
 }  // namespace

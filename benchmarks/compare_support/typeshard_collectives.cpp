@@ -25,11 +25,13 @@ enum class op { all_gather, psum, psum_scatter };
 template <op Op, std::size_t N>
 auto program() {
   if constexpr (Op == op::all_gather)
-    return ts::shard_map<mesh_n<N>, P_i, P_rep>([](const auto& x) { return ts::all_gather<"i">(x, 0); });
+    return ts::shard_map<mesh_n<N>, P_i, P_rep>(
+        [](const auto& x) { return ts::all_gather<"i">(x, 0); });
   else if constexpr (Op == op::psum)
     return ts::shard_map<mesh_n<N>, P_i, P_rep>([](const auto& x) { return ts::psum<"i">(x); });
   else
-    return ts::shard_map<mesh_n<N>, P_i, P_i>([](const auto& x) { return ts::psum_scatter<"i">(x, 0); });
+    return ts::shard_map<mesh_n<N>, P_i, P_i>(
+        [](const auto& x) { return ts::psum_scatter<"i">(x, 0); });
 }
 
 template <op Op, std::size_t N>

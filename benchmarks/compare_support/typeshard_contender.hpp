@@ -6,7 +6,6 @@
 
 #include <map>
 #include <string>
-
 #include <typeshard/typeshard.hpp>
 
 #include "protocol.hpp"

@@ -42,7 +42,8 @@ class matmul_case final : public instance {
   using rhs_t = decltype(ts::device_put<RhsSpec>(std::declval<const ts::device_mesh<mesh_2x2>&>(),
                                                  std::declval<const ts::host_tensor<float, 2>&>()));
   using plan = ts::matmul_plan_for<lhs_t, rhs_t, Out>;
-  using out_t = decltype(ts::matmul<Out>(std::declval<const lhs_t&>(), std::declval<const rhs_t&>()));
+  using out_t =
+      decltype(ts::matmul<Out>(std::declval<const lhs_t&>(), std::declval<const rhs_t&>()));
 
   std::size_t n_;
   ts::device_mesh<mesh_2x2> mesh_{devices()};
@@ -71,9 +72,9 @@ class batched final : public instance {
   std::string info() override { return "plan: " + plan::describe(); }
 
  private:
-  using x_t = decltype(ts::device_put<ts::spec<"p">>(
-      std::declval<const ts::device_mesh<mesh_8>&>(),
-      std::declval<const ts::host_tensor<float, 3>&>()));
+  using x_t =
+      decltype(ts::device_put<ts::spec<"p">>(std::declval<const ts::device_mesh<mesh_8>&>(),
+                                             std::declval<const ts::host_tensor<float, 3>&>()));
   using plan = ts::matmul_plan_for<x_t, x_t>;
   using y_t = decltype(ts::matmul(std::declval<const x_t&>(), std::declval<const x_t&>()));
 

@@ -63,10 +63,12 @@ class megatron final : public instance {
 
  private:
   using program_t = decltype(megatron_program());
-  using arr_cols = decltype(ts::device_put<P_cols>(std::declval<const ts::device_mesh<mesh_dm>&>(),
-                                                   std::declval<const ts::host_tensor<float, 2>&>()));
-  using arr_rows = decltype(ts::device_put<P_rows>(std::declval<const ts::device_mesh<mesh_dm>&>(),
-                                                   std::declval<const ts::host_tensor<float, 2>&>()));
+  using arr_cols =
+      decltype(ts::device_put<P_cols>(std::declval<const ts::device_mesh<mesh_dm>&>(),
+                                      std::declval<const ts::host_tensor<float, 2>&>()));
+  using arr_rows =
+      decltype(ts::device_put<P_rows>(std::declval<const ts::device_mesh<mesh_dm>&>(),
+                                      std::declval<const ts::host_tensor<float, 2>&>()));
   using out_t = decltype(std::declval<const program_t&>()(std::declval<const arr_cols&>(),
                                                           std::declval<const arr_cols&>(),
                                                           std::declval<const arr_rows&>()));
@@ -107,15 +109,16 @@ auto transpose(const Array& a) {
 template <class Z, class B>
 auto add_bias(const Z& z, const B& b) {
   using S = typename Z::spec;
-  return ts::shard_map<mesh_8, ts::specs<S, typename B::spec>, S>([](const auto& zb, const auto& bb) {
-    auto out = zb;
-    float* o = out.data();
-    const float* bias = bb.data();
-    const std::size_t cols = zb.extent(1);
-    for (std::size_t i = 0; i < zb.extent(0); ++i)
-      for (std::size_t j = 0; j < cols; ++j) o[i * cols + j] += bias[j];
-    return out;
-  })(z, b);
+  return ts::shard_map<mesh_8, ts::specs<S, typename B::spec>, S>(
+      [](const auto& zb, const auto& bb) {
+        auto out = zb;
+        float* o = out.data();
+        const float* bias = bb.data();
+        const std::size_t cols = zb.extent(1);
+        for (std::size_t i = 0; i < zb.extent(0); ++i)
+          for (std::size_t j = 0; j < cols; ++j) o[i * cols + j] += bias[j];
+        return out;
+      })(z, b);
 }
 
 // The sum over the batch (rows, sharded over "batch"): local sums, psum over "batch".
@@ -133,12 +136,15 @@ auto column_sums(const Array& d) {
   })(d);
 }
 
-using matrix_rep = decltype(ts::device_put<P_rep>(std::declval<const ts::device_mesh<mesh_8>&>(),
-                                                  std::declval<const ts::host_tensor<float, 2>&>()));
-using vector_rep = decltype(ts::device_put<P_vec>(std::declval<const ts::device_mesh<mesh_8>&>(),
-                                                  std::declval<const ts::host_tensor<float, 1>&>()));
-using matrix_batch = decltype(ts::device_put<P_batch>(std::declval<const ts::device_mesh<mesh_8>&>(),
-                                                      std::declval<const ts::host_tensor<float, 2>&>()));
+using matrix_rep =
+    decltype(ts::device_put<P_rep>(std::declval<const ts::device_mesh<mesh_8>&>(),
+                                   std::declval<const ts::host_tensor<float, 2>&>()));
+using vector_rep =
+    decltype(ts::device_put<P_vec>(std::declval<const ts::device_mesh<mesh_8>&>(),
+                                   std::declval<const ts::host_tensor<float, 1>&>()));
+using matrix_batch =
+    decltype(ts::device_put<P_batch>(std::declval<const ts::device_mesh<mesh_8>&>(),
+                                     std::declval<const ts::host_tensor<float, 2>&>()));
 
 struct layer {
   matrix_rep w;
@@ -151,12 +157,15 @@ class training final : public instance {
     for (std::size_t l = 0; l < shape_.layers(); ++l) {
       ts::host_tensor<float, 1> b({shape_.sizes[l + 1]});
       fill(b.data(), b.size(), 20 + l);
-      params_.push_back({ts::device_put<P_rep>(mesh_, host_matrix(shape_.sizes[l], shape_.sizes[l + 1],
-                                                                  10 + l, shape_.w_scale(l))),
-                         ts::device_put<P_vec>(mesh_, b)});
+      params_.push_back(
+          {ts::device_put<P_rep>(
+               mesh_, host_matrix(shape_.sizes[l], shape_.sizes[l + 1], 10 + l, shape_.w_scale(l))),
+           ts::device_put<P_vec>(mesh_, b)});
     }
-    inputs_.emplace(ts::device_put<P_batch>(mesh_, host_matrix(shape_.batch, shape_.sizes.front(), 1)));
-    targets_.emplace(ts::device_put<P_batch>(mesh_, host_matrix(shape_.batch, shape_.sizes.back(), 2)));
+    inputs_.emplace(
+        ts::device_put<P_batch>(mesh_, host_matrix(shape_.batch, shape_.sizes.front(), 1)));
+    targets_.emplace(
+        ts::device_put<P_batch>(mesh_, host_matrix(shape_.batch, shape_.sizes.back(), 2)));
   }
 
   void run() override {
@@ -168,7 +177,8 @@ class training final : public instance {
 
   std::vector<double> check() override {  // the warm-up's (the first step's) dW samples
     std::vector<double> out;
-    for (std::size_t l : checked_layers) out.insert(out.end(), dw_samples_[l].begin(), dw_samples_[l].end());
+    for (std::size_t l : checked_layers)
+      out.insert(out.end(), dw_samples_[l].begin(), dw_samples_[l].end());
     return out;
   }
   std::string info() override {
