@@ -24,6 +24,7 @@ __attribute__((target("avx512f"))) double fma512(long iters) {
   for (int j = 0; j < chains; ++j) acc[j] = _mm512_set1_ps(float(j));
   const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-6f);
   for (long i = 0; i < iters; ++i)
+#pragma GCC unroll 16  // the chains must live in registers, not in memory
     for (int j = 0; j < chains; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
   __m512 s = acc[0];
   for (int j = 1; j < chains; ++j) s = _mm512_add_ps(s, acc[j]);
@@ -36,6 +37,7 @@ __attribute__((target("avx2,fma"))) double fma256(long iters) {
   for (int j = 0; j < chains; ++j) acc[j] = _mm256_set1_ps(float(j));
   const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-6f);
   for (long i = 0; i < iters; ++i)
+#pragma GCC unroll 16  // the chains must live in registers, not in memory
     for (int j = 0; j < chains; ++j) acc[j] = _mm256_fmadd_ps(acc[j], a, b);
   __m256 s = acc[0];
   for (int j = 1; j < chains; ++j) s = _mm256_add_ps(s, acc[j]);
@@ -50,6 +52,7 @@ double mul_add128(long iters) {  // no FMA: a multiply and an add, 2 flops per l
   for (int j = 0; j < chains; ++j) acc[j] = _mm_set1_ps(float(j));
   const __m128 a = _mm_set1_ps(0.999999f), b = _mm_set1_ps(1e-6f);
   for (long i = 0; i < iters; ++i)
+#pragma GCC unroll 16  // the chains must live in registers, not in memory
     for (int j = 0; j < chains; ++j) acc[j] = _mm_add_ps(_mm_mul_ps(acc[j], a), b);
   __m128 s = acc[0];
   for (int j = 1; j < chains; ++j) s = _mm_add_ps(s, acc[j]);
