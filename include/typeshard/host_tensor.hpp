@@ -79,10 +79,16 @@ class host_tensor {
 
   friend bool operator==(const host_tensor&, const host_tensor&) = default;
 
-  // The number of elements of `extents`, or a shape_error if it overflows size_t.
+  // The number of elements of `extents`, or a shape_error if it overflows size_t or is more
+  // than a std::vector<T> can hold (which would otherwise throw std::length_error).
   static std::size_t element_count(const shape<Rank>& extents) {
     std::size_t n = 1;
     for (std::size_t e : extents) n = detail::checked_multiply(n, e, "host_tensor");
+    if (n > std::vector<T>().max_size())
+      throw shape_error("typeshard: host_tensor of shape " + to_string(extents) + " has " +
+                        std::to_string(n) + " elements, more than fit in memory (at most " +
+                        std::to_string(std::vector<T>().max_size()) +
+                        "); use smaller extents");
     return n;
   }
 

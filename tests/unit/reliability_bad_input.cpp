@@ -194,6 +194,11 @@ TEST_CASE("bad input: every run-time error names the problem and the fix, and le
       {"extents whose product overflows size_t", expect<ts::shape_error>("shape_error"),
        {"overflows size_t", "use smaller extents"},
        [](guard&) { ts::host_tensor<float, 3> bad({huge, huge, huge}); }},
+      {"extents whose element count fits size_t but not memory",
+       expect<ts::shape_error>("shape_error"),
+       {"host_tensor of shape (4611686018427387904,)", "more than fit in memory",
+        "use smaller extents"},
+       [](guard&) { ts::host_tensor<float, 1> bad({std::size_t{1} << 62}); }},
       {"host data whose extent differs from a static one",
        expect<ts::shape_error>("shape_error"),
        {"dimension 0 has extent 6 but the array type fixes it to 8",
@@ -280,7 +285,8 @@ TEST_CASE("bad input: every run-time error names the problem and the fix, and le
          (void)f(g.watch(a44));
        }},
       {"a block of more bytes than size_t can count", expect_device_error<ts::shape_error>("shape_error"),
-       {"overflows size_t"},
+       {"(2147483648, 2147483648) has 4611686018427387904 elements, more than fit in memory",
+        "use smaller extents"},
        [&](guard& g) {
          const auto f = ts::shard_map<mesh_2x2, rows_x, rows_x>(
              [](const ts::shard_context<mesh_2x2>& c, const auto& b) {
