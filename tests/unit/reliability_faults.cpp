@@ -660,8 +660,11 @@ TEST_CASE("pool: destroying cpu_devices while another thread's run() is in progr
   std::condition_variable cv;
   int entered = 0;
   bool destroying = false;
-  std::atomic<int> order{0};
-  int operation_done = 0, destructor_done = 0;
+  // run() releases the pool as it returns, so the destructor may return before the
+  // operation thread runs its next statement: what it guarantees is that every device
+  // function has finished by then.
+  std::atomic<int> devices_finished{0};
+  int finished_when_destroyed = -1;
 
   std::thread operation([&] {
     backend.run(ids, [&](std::size_t i) {
@@ -677,8 +680,9 @@ TEST_CASE("pool: destroying cpu_devices while another thread's run() is in progr
         backend.all_reduce(ts::collective_group{members, i}, ts::element_type_of<long>,
                            ts::reduce_op::sum, &mine, &sums[i][static_cast<std::size_t>(r)], 1);
       }
+      devices_finished.fetch_add(1);
     });
-    operation_done = ++order;  // nothing touches the pool after run() returned
+    // nothing touches the pool after run() returned
   });
   std::thread destroyer([&] {
     {
@@ -688,12 +692,11 @@ TEST_CASE("pool: destroying cpu_devices while another thread's run() is in progr
     }
     cv.notify_all();
     devices.reset();  // must wait for the run() in progress
-    destructor_done = ++order;
+    finished_when_destroyed = devices_finished.load();
   });
   operation.join();
   destroyer.join();
-  CHECK(operation_done == 1);
-  CHECK(destructor_done == 2);
+  CHECK(finished_when_destroyed == 4);
   for (std::size_t i = 0; i < 4; ++i)
     for (long r = 0; r < rounds; ++r) {
       INFO("device " << i << ", round " << r);
