@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <iterator>
 #include <limits>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,61 +48,9 @@ inline constexpr std::size_t mapped_block_bytes = std::size_t{32} << 20;
 #define TYPESHARD_DETAIL_MAPPED_BLOCKS 1
 #endif
 
-// block_pool: freed blocks of 1 MiB and more, kept (up to 1 GiB in all) and handed out again
-// for an allocation of the same size, as XLA's and PyTorch's allocators do. A sharded
-// program allocates the same shapes every step, and a fresh block costs page faults and
-// the kernel's clearing of every page on first touch, which malloc pays again whenever it
-// has given the memory back (it trims its heaps, and maps large blocks afresh): with the
-// pool, seed 001's case 3 ran 10% faster, a data-parallel training step 20%, a batched
-// matmul 18% and psum of 64 MiB on 8 devices 1.9x (benchmarks/compare, alternating runs).
-// A reused block may have been first touched by another device's thread. Never destroyed
-// (buffers in static objects may be freed during exit); off under AddressSanitizer, which
-// must see every block freed.
-class block_pool {
- public:
-  static constexpr std::size_t min_bytes = std::size_t{1} << 20;
-  static constexpr std::size_t max_kept_bytes = std::size_t{1} << 30;
-
-  static block_pool& instance() {
-    static block_pool* pool = new block_pool;
-    return *pool;
-  }
-
-  // A kept block of exactly `bytes`, or nullptr.
-  void* take(std::size_t bytes) {
-    std::lock_guard lock(mutex_);
-    const auto it = blocks_.find(bytes);
-    if (it == blocks_.end()) return nullptr;
-    void* p = it->second;
-    blocks_.erase(it);
-    kept_ -= bytes;
-    return p;
-  }
-
-  // Keeps the block if the pool has room; false if the caller must free it.
-  bool keep(void* p, std::size_t bytes) noexcept {
-    try {
-      std::lock_guard lock(mutex_);
-      if (kept_ + bytes > max_kept_bytes) return false;
-      blocks_.emplace(bytes, p);
-      kept_ += bytes;
-      return true;
-    } catch (...) {  // no memory for the pool's own node: free the block instead
-      return false;
-    }
-  }
-
- private:
-  std::mutex mutex_;
-  std::multimap<std::size_t, void*> blocks_;
-  std::size_t kept_ = 0;
-};
-
-inline void* allocate_block(std::size_t bytes) {
-#if !defined(TYPESHARD_DETAIL_ASAN)
-  if (bytes >= block_pool::min_bytes)
-    if (void* p = block_pool::instance().take(bytes)) return p;
-#endif
+// The system's side of a block: a mapping of its own for large blocks (see above), else
+// aligned operator new.
+inline void* system_allocate_block(std::size_t bytes) {
 #if defined(TYPESHARD_DETAIL_MAPPED_BLOCKS)
   if (bytes >= mapped_block_bytes) {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -114,10 +64,7 @@ inline void* allocate_block(std::size_t bytes) {
   return ::operator new[](bytes, std::align_val_t{shard_alignment});
 }
 
-inline void free_block(void* p, [[maybe_unused]] std::size_t bytes) {
-#if !defined(TYPESHARD_DETAIL_ASAN)
-  if (bytes >= block_pool::min_bytes && block_pool::instance().keep(p, bytes)) return;
-#endif
+inline void system_free_block(void* p, [[maybe_unused]] std::size_t bytes) noexcept {
 #if defined(TYPESHARD_DETAIL_MAPPED_BLOCKS)
   if (bytes >= mapped_block_bytes) {
     ::munmap(p, bytes);
@@ -125,6 +72,114 @@ inline void free_block(void* p, [[maybe_unused]] std::size_t bytes) {
   }
 #endif
   ::operator delete[](p, std::align_val_t{shard_alignment});
+}
+
+// block_pool: freed blocks of 1 MiB and more, kept (up to 1 GiB in all) and handed out again
+// for an allocation of the same size, as XLA's and PyTorch's allocators do. A sharded
+// program allocates the same shapes every step, and a fresh block costs page faults and
+// the kernel's clearing of every page on first touch, which malloc pays again whenever it
+// has given the memory back (it trims its heaps, and maps large blocks afresh): with the
+// pool, seed 001's case 3 ran 10% faster, a data-parallel training step 20%, a batched
+// matmul 18% and psum of 64 MiB on 8 devices 1.9x (benchmarks/compare, alternating runs).
+// When a block does not fit, the blocks kept longest ago go back to the system first, so a
+// program whose shapes change (a new phase, another model) gets the pool's benefit for its
+// new shapes instead of the pool staying full of shapes no longer used (which made
+// all_gather of 64 MiB on 8 devices 2.7x slower after other workloads had run).
+// A reused block may have been first touched by another device's thread. Never destroyed
+// (buffers in static objects may be freed during exit); off under AddressSanitizer, which
+// must see every block freed.
+class block_pool {
+ public:
+  static constexpr std::size_t min_bytes = std::size_t{1} << 20;
+  static constexpr std::size_t default_max_kept_bytes = std::size_t{1} << 30;
+
+  explicit block_pool(std::size_t max_kept_bytes = default_max_kept_bytes)
+      : max_kept_(max_kept_bytes) {}
+  block_pool(const block_pool&) = delete;
+  block_pool& operator=(const block_pool&) = delete;
+
+  static block_pool& instance() {
+    static block_pool* pool = new block_pool;
+    return *pool;
+  }
+
+  // The most recently kept block of exactly `bytes` (its pages the likeliest still in
+  // cache), or nullptr.
+  void* take(std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    const auto [first, last] = by_size_.equal_range(bytes);
+    if (first == last) return nullptr;
+    const auto newest = std::prev(last);
+    const auto entry = newest->second;
+    void* p = entry->pointer;
+    by_size_.erase(newest);
+    by_age_.erase(entry);
+    kept_ -= bytes;
+    return p;
+  }
+
+  // Keeps the block, giving the oldest kept blocks back to the system to make room; false
+  // (the caller must free it) if the block alone is larger than the pool.
+  bool keep(void* p, std::size_t bytes) noexcept {
+    if (bytes > max_kept_) return false;
+    try {
+      std::lock_guard lock(mutex_);
+      while (kept_ + bytes > max_kept_) {
+        const kept_block oldest = by_age_.front();
+        by_size_.erase(oldest.index);
+        by_age_.pop_front();
+        kept_ -= oldest.bytes;
+        system_free_block(oldest.pointer, oldest.bytes);
+      }
+      by_age_.push_back({p, bytes, {}});
+      try {
+        by_age_.back().index = by_size_.emplace(bytes, std::prev(by_age_.end()));
+      } catch (...) {
+        by_age_.pop_back();
+        throw;
+      }
+      kept_ += bytes;
+      return true;
+    } catch (...) {  // no memory for the pool's own nodes: free the block instead
+      return false;
+    }
+  }
+
+  std::size_t kept_bytes() const {
+    std::lock_guard lock(mutex_);
+    return kept_;
+  }
+
+ private:
+  struct kept_block;
+  using age_list = std::list<kept_block>;
+  using size_index = std::multimap<std::size_t, age_list::iterator>;
+  struct kept_block {
+    void* pointer;
+    std::size_t bytes;
+    size_index::iterator index;  // this block's entry in by_size_
+  };
+
+  mutable std::mutex mutex_;
+  age_list by_age_;    // oldest first
+  size_index by_size_;  // the same blocks by size (equal sizes oldest first)
+  std::size_t kept_ = 0;
+  std::size_t max_kept_;
+};
+
+inline void* allocate_block(std::size_t bytes) {
+#if !defined(TYPESHARD_DETAIL_ASAN)
+  if (bytes >= block_pool::min_bytes)
+    if (void* p = block_pool::instance().take(bytes)) return p;
+#endif
+  return system_allocate_block(bytes);
+}
+
+inline void free_block(void* p, std::size_t bytes) {
+#if !defined(TYPESHARD_DETAIL_ASAN)
+  if (bytes >= block_pool::min_bytes && block_pool::instance().keep(p, bytes)) return;
+#endif
+  system_free_block(p, bytes);
 }
 
 // buffer<T>: n elements, 64-byte aligned, uninitialised until written. Allocated by the
