@@ -1,9 +1,17 @@
 // typeshard/kernels/gemm.hpp: the per-shard GEMM every device runs.
 //
-//   kernels::gemm<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate = false)
+//   kernels::gemm<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate = false, ops = {})
 //
-// Row-major C[m x n] = A[m x k] . B[k x n]; with accumulate, C += A . B. T is float or double.
-// lda, ldb, ldc are row strides in elements (lda >= k, ldb >= n, ldc >= n).
+// Row-major C[m x n] = op(A)[m x k] . op(B)[k x n]; with accumulate, C += op(A) . op(B). T is
+// float or double. lda, ldb, ldc are row strides in elements, of the matrices as stored.
+// ops (kernels::gemm_ops) says which operands are read transposed, without copying them
+// (BLAS's transa / transb):
+//   {}                        A stored m x k (lda >= k), B stored k x n (ldb >= n)
+//   {.trans_a = true}         A stored k x m (lda >= m): C = A^T . B
+//   {.trans_b = true}         B stored n x k (ldb >= k): C = A . B^T
+//   {.trans_a = true, .trans_b = true}
+// and always ldc >= n. For example x^T . dz with x of m x k rows stored (k rows of m):
+//   kernels::gemm<float>(m, n, k, x, m, dz, n, c, n, false, {.trans_a = true});
 //
 // With TYPESHARD_HAVE_CBLAS (set by the CMake target typeshard::blas) this calls
 // cblas_sgemm / cblas_dgemm; otherwise the portable blocked kernel of gemm_blocked.hpp.
@@ -58,7 +66,7 @@ inline void blas_single_threaded_once() {
 
 template <class T>
 void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda, const T* b,
-          std::size_t ldb, T* c, std::size_t ldc, bool accumulate = false) {
+          std::size_t ldb, T* c, std::size_t ldc, bool accumulate = false, gemm_ops ops = {}) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "typeshard: kernels::gemm supports float and double; convert the operands "
                 "or write a per-shard kernel with shard_map");
@@ -76,16 +84,18 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t l
       ldc <= int_max) {
     detail::blas_single_threaded_once();
     const T beta = accumulate ? T(1) : T(0);
+    const auto ta = ops.trans_a ? CblasTrans : CblasNoTrans;
+    const auto tb = ops.trans_b ? CblasTrans : CblasNoTrans;
     if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, a,
-                  int(lda), b, int(ldb), beta, c, int(ldc));
+      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb),
+                  beta, c, int(ldc));
     else
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0, a,
-                  int(lda), b, int(ldb), beta, c, int(ldc));
+      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb),
+                  beta, c, int(ldc));
     return;
   }
 #endif
-  gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops);
 }
 
 }  // namespace typeshard::kernels

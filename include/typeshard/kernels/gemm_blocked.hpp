@@ -1,9 +1,11 @@
 // typeshard/kernels/gemm_blocked.hpp: the portable per-shard GEMM (no BLAS needed).
 //
-//   gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate = false)
+//   gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate = false, ops = {})
 //
-// Row-major C[m x n] = A[m x k] . B[k x n] (or C += when accumulate), for float and double.
-// kernels::gemm uses it when no CBLAS is linked; its tests and benchmark call it directly.
+// Row-major C[m x n] = op(A)[m x k] . op(B)[k x n] (or C += when accumulate), for float and
+// double, where op(X) is X or its transpose as `ops` says (gemm_ops, below; the same
+// arguments as kernels::gemm). kernels::gemm uses it when no CBLAS is linked; its tests and
+// benchmark call it directly.
 //
 // The structure is the one of BLIS / GotoBLAS, because that is what makes a GEMM run at the
 // speed of the arithmetic units rather than of memory:
@@ -15,6 +17,9 @@
 //     the packed strips sequentially: 2 loads + mr broadcasts per mr*nr multiply-adds.
 // Edges are zero-padded in the packed copies, so the micro-kernel always does full tiles;
 // partial tiles of C are written through a small temporary.
+// Transposed operands cost nothing extra: packing reads op(A) and op(B) through a row and a
+// column stride (element (i, p) of op(A) at a[i*rs + p*cs]), so a transpose only swaps the
+// strides, and the packed copies, hence the micro-kernels, are the same.
 //
 // The micro-kernel: on x86-64 an AVX2+FMA version (intrinsics in functions compiled for
 // that target, chosen at run time with __builtin_cpu_supports, so the binary still runs on
@@ -36,6 +41,15 @@
 #endif
 
 namespace typeshard::kernels {
+
+// gemm_ops: which operands the GEMM reads transposed (BLAS's transa / transb), row-major:
+//   trans_a: op(A) = A^T, A stored k x m with row stride lda >= m (else m x k, lda >= k);
+//   trans_b: op(B) = B^T, B stored n x k with row stride ldb >= k (else k x n, ldb >= n).
+// Written with designated initializers at the call site: `{.trans_b = true}`.
+struct gemm_ops {
+  bool trans_a = false;
+  bool trans_b = false;
+};
 
 namespace detail {
 
@@ -65,41 +79,62 @@ struct pack_buffer {
   T* get() const { return data.get(); }
 };
 
-// Packs the mc x kc block of A at `a` into strips of mr rows: strip s holds, for each p in
-// [0, kc), the mr values A[s*mr + i][p], rows past mc zero.
+// Packs the mc x kc block of op(A) whose element (i, p) is a[i*rs + p*cs] into strips of mr
+// rows: strip s holds, for each p in [0, kc), the mr values op(A)[s*mr + i][p], rows past mc
+// zero. A plain A has (rs, cs) = (lda, 1), a transposed one (1, lda): each gets a loop that
+// reads its memory in order.
 template <class T>
-void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
+void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t rs, std::size_t cs, T* out) {
   constexpr std::size_t mr = gemm_blocking<T>::mr;
   for (std::size_t i0 = 0; i0 < mc; i0 += mr) {
     const std::size_t rows = std::min(mr, mc - i0);
-    if (rows == mr) {
+    const T* src = a + i0 * rs;
+    if (rows == mr && cs == 1) {
       for (std::size_t p = 0; p < kc; ++p)
-        for (std::size_t i = 0; i < mr; ++i) out[p * mr + i] = a[(i0 + i) * lda + p];
+        for (std::size_t i = 0; i < mr; ++i) out[p * mr + i] = src[i * rs + p];
+    } else if (rows == mr && rs == 1) {  // transposed: the mr values of each p are contiguous
+      for (std::size_t p = 0; p < kc; ++p)
+        for (std::size_t i = 0; i < mr; ++i) out[p * mr + i] = src[p * cs + i];
     } else {
       for (std::size_t p = 0; p < kc; ++p)
         for (std::size_t i = 0; i < mr; ++i)
-          out[p * mr + i] = i < rows ? a[(i0 + i) * lda + p] : T(0);
+          out[p * mr + i] = i < rows ? src[i * rs + p * cs] : T(0);
     }
     out += kc * mr;
   }
 }
 
-// Packs the kc x nc block of B at `b` into strips of nr columns: strip s holds, for each p,
-// the nr values B[p][s*nr + j], columns past nc zero.
+// Packs the kc x nc block of op(B) whose element (p, j) is b[p*rs + j*cs] into strips of nr
+// columns: strip s holds, for each p, the nr values op(B)[p][s*nr + j], columns past nc zero.
+// A plain B has (rs, cs) = (ldb, 1) and copies rows; a transposed one (1, ldb) reads each of
+// the strip's nr stored rows in order (kc contiguous values) and scatters them into the strip.
 template <class T>
-void pack_b(std::size_t kc, std::size_t nc, const T* b, std::size_t ldb, T* out) {
+void pack_b(std::size_t kc, std::size_t nc, const T* b, std::size_t rs, std::size_t cs, T* out) {
   constexpr std::size_t nr = gemm_blocking<T>::nr;
   for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
     const std::size_t cols = std::min(nr, nc - j0);
-    for (std::size_t p = 0; p < kc; ++p) {
-      const T* row = b + p * ldb + j0;
-      T* dst = out + p * nr;
-      if (cols == nr) {
-        std::memcpy(dst, row, nr * sizeof(T));
-      } else {
-        for (std::size_t j = 0; j < cols; ++j) dst[j] = row[j];
-        for (std::size_t j = cols; j < nr; ++j) dst[j] = T(0);
+    if (cs == 1) {
+      for (std::size_t p = 0; p < kc; ++p) {
+        const T* row = b + p * rs + j0;
+        T* dst = out + p * nr;
+        if (cols == nr) {
+          std::memcpy(dst, row, nr * sizeof(T));
+        } else {
+          for (std::size_t j = 0; j < cols; ++j) dst[j] = row[j];
+          for (std::size_t j = cols; j < nr; ++j) dst[j] = T(0);
+        }
       }
+    } else if (rs == 1) {
+      for (std::size_t j = 0; j < cols; ++j) {
+        const T* col = b + (j0 + j) * cs;  // column j0 + j of op(B): contiguous in memory
+        for (std::size_t p = 0; p < kc; ++p) out[p * nr + j] = col[p];
+      }
+      for (std::size_t j = cols; j < nr; ++j)
+        for (std::size_t p = 0; p < kc; ++p) out[p * nr + j] = T(0);
+    } else {
+      for (std::size_t p = 0; p < kc; ++p)
+        for (std::size_t j = 0; j < nr; ++j)
+          out[p * nr + j] = j < cols ? b[p * rs + (j0 + j) * cs] : T(0);
     }
     out += kc * nr;
   }
@@ -333,19 +368,24 @@ void macro_kernel(std::size_t mc, std::size_t nc, std::size_t kc, const T* pa, c
   macro_kernel_with<T, false>(mc, nc, kc, pa, pb, c, ldc, load);
 }
 
-// The reference: a plain triple loop (i, p, j order so the inner loop is contiguous). Used
+// The reference: a plain triple loop (i, p, j order so the inner loop is contiguous for a
+// plain B), reading op(A)(i, p) at a[i*ars + p*acs] and op(B)(p, j) at b[p*brs + j*bcs]. Used
 // for products too small to repay packing, and by the tests as the oracle's shape.
 template <class T>
-void gemm_naive(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda,
-                const T* b, std::size_t ldb, T* c, std::size_t ldc, bool accumulate) {
+void gemm_naive(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t ars,
+                std::size_t acs, const T* b, std::size_t brs, std::size_t bcs, T* c,
+                std::size_t ldc, bool accumulate) {
   for (std::size_t i = 0; i < m; ++i) {
     T* ci = c + i * ldc;
     if (!accumulate)
       for (std::size_t j = 0; j < n; ++j) ci[j] = T(0);
     for (std::size_t p = 0; p < k; ++p) {
-      const T aip = a[i * lda + p];
-      const T* bp = b + p * ldb;
-      for (std::size_t j = 0; j < n; ++j) ci[j] += aip * bp[j];
+      const T aip = a[i * ars + p * acs];
+      const T* bp = b + p * brs;
+      if (bcs == 1)
+        for (std::size_t j = 0; j < n; ++j) ci[j] += aip * bp[j];
+      else
+        for (std::size_t j = 0; j < n; ++j) ci[j] += aip * bp[j * bcs];
     }
   }
 }
@@ -353,15 +393,18 @@ void gemm_naive(std::size_t m, std::size_t n, std::size_t k, const T* a, std::si
 template <class T>
 void gemm_blocked_with(micro_kernel_choice choice, std::size_t m, std::size_t n, std::size_t k,
                        const T* a, std::size_t lda, const T* b, std::size_t ldb, T* c,
-                       std::size_t ldc, bool accumulate) {
+                       std::size_t ldc, bool accumulate, gemm_ops ops = {}) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "typeshard: kernels::gemm_blocked supports float and double");
   using blk = gemm_blocking<T>;
   if (m == 0 || n == 0) return;
+  // Element (i, p) of op(A) is a[i*ars + p*acs], element (p, j) of op(B) is b[p*brs + j*bcs].
+  const std::size_t ars = ops.trans_a ? 1 : lda, acs = ops.trans_a ? lda : 1;
+  const std::size_t brs = ops.trans_b ? 1 : ldb, bcs = ops.trans_b ? ldb : 1;
   // Below about one register tile's worth of work per output row, packing costs more than
   // it saves.
   if (k == 0 || m * n * k <= 4 * blk::mr * blk::nr * blk::mr) {
-    gemm_naive(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    gemm_naive(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
     return;
   }
   const bool avx2 = use_avx2(choice);
@@ -377,10 +420,10 @@ void gemm_blocked_with(micro_kernel_choice choice, std::size_t m, std::size_t n,
       const std::size_t kc = std::min(blk::kc, k - p0);
       // The first slab writes C (or adds to it when accumulating); later slabs add.
       const bool load = accumulate || p0 > 0;
-      pack_b(kc, nc, b + p0 * ldb + j0, ldb, pb.get());
+      pack_b(kc, nc, b + p0 * brs + j0 * bcs, brs, bcs, pb.get());
       for (std::size_t i0 = 0; i0 < m; i0 += blk::mc) {
         const std::size_t mc = std::min(blk::mc, m - i0);
-        pack_a(mc, kc, a + i0 * lda + p0, lda, pa.get());
+        pack_a(mc, kc, a + i0 * ars + p0 * acs, ars, acs, pa.get());
         macro_kernel(mc, nc, kc, pa.get(), pb.get(), c + i0 * ldc + j0, ldc, load, avx2);
       }
     }
@@ -391,9 +434,10 @@ void gemm_blocked_with(micro_kernel_choice choice, std::size_t m, std::size_t n,
 
 template <class T>
 void gemm_blocked(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda,
-                  const T* b, std::size_t ldb, T* c, std::size_t ldc, bool accumulate = false) {
+                  const T* b, std::size_t ldb, T* c, std::size_t ldc, bool accumulate = false,
+                  gemm_ops ops = {}) {
   detail::gemm_blocked_with(detail::micro_kernel_choice::best, m, n, k, a, lda, b, ldb, c, ldc,
-                            accumulate);
+                            accumulate, ops);
 }
 
 }  // namespace typeshard::kernels
