@@ -94,7 +94,8 @@ void check_case(impl which, k::gemm_ops ops, std::size_t m, std::size_t n, std::
     for (std::size_t j = 0; j < ldc; ++j) {
       const T got = c[i * ldc + j];
       if (j >= n) {  // padding: untouched
-        if (got != sentinel && bad++ == 0) first = "padding overwritten at row " + std::to_string(i);
+        if (got != sentinel && bad++ == 0)
+          first = "padding overwritten at row " + std::to_string(i);
         continue;
       }
       long double ref = acc ? c0[i * ldc + j] : 0.0L, mag = acc ? std::fabs(ref) : 0.0L;
