@@ -5,6 +5,7 @@
 //   auto g = ts::all_gather<"x">(x, 0);     // invariant over "x" again
 //   auto y = ts::matmul(g, w);              // varies over the union of g's and w's axes
 //   auto s = ts::psum<"y">(y);              // invariant over "y"
+//   auto dw = ts::matmul(ts::transpose(x), y);  // x^T . y, x read in place (no copy)
 //
 // A block holds its element type, rank and mesh in its type, its extents at run time, and
 // its data: either its own buffer, or a read-only view of an input array's shard (shard_map
@@ -398,6 +399,117 @@ auto abs(const A& a) {
   return detail::map_block(a, [](auto x) { return x < decltype(x){} ? -x : x; });
 }
 
+// ---- transposed views --------------------------------------------------------------------
+
+// transposed<Block>: what ts::transpose(b) returns for a rank-2 block b: b read as its
+// transpose, without copying (an expression, as in Eigen). Block-level ts::matmul takes it
+// for either operand and hands the transpose to the GEMM (BLAS's trans flags), so
+// matmul(transpose(x), dz) costs what matmul(x, dz) does. It refers to b: like an Eigen
+// expression it must not outlive b (use it within the expression that makes it, or while b
+// lives; `auto t = ts::transpose(x * 2);` dangles). eval() makes a block holding the
+// transposed elements, for any other use (elementwise operations, returning it).
+template <block_type Block>
+class transposed {
+ public:
+  using base_type = Block;
+  using value_type = typename Block::value_type;
+  using mesh_type = typename Block::mesh_type;
+  static constexpr std::size_t rank = 2;
+  static constexpr std::uint64_t varying = Block::varying;
+  using shape_type = typeshard::shape<2>;
+
+  template <axis_name Axis>
+  static constexpr bool varies_over = Block::template varies_over<Axis>;
+
+  // Made by ts::transpose(b), which says what is wrong with another rank.
+  explicit transposed(const Block& b)
+    requires(Block::rank == 2)
+      : block_(&b) {}
+
+  // The block this views (stored untransposed).
+  const Block& base() const { return *block_; }
+  const shard_context<mesh_type>& context() const { return block_->context(); }
+
+  // The transposed shape: extent(0) is the block's extent(1).
+  shape_type extents() const { return {block_->extent(1), block_->extent(0)}; }
+  std::size_t extent(std::size_t d) const { return block_->extent(1 - d); }
+  std::size_t size() const { return block_->size(); }
+
+  // t(i, j) is b(j, i).
+  const value_type& operator()(std::size_t i, std::size_t j) const { return (*block_)(j, i); }
+
+  // A new block holding the transposed elements, varying over the same axes.
+  Block eval() const {
+    const std::size_t rows = block_->extent(0), cols = block_->extent(1);
+    detail::buffer<value_type> out(rows * cols);
+    const value_type* in = block_->data();
+    value_type* o = out.data();
+    constexpr std::size_t tile = 32;  // both sides of a tile stay in L1
+    for (std::size_t i0 = 0; i0 < rows; i0 += tile)
+      for (std::size_t j0 = 0; j0 < cols; j0 += tile)
+        for (std::size_t i = i0; i < std::min(rows, i0 + tile); ++i)
+          for (std::size_t j = j0; j < std::min(cols, j0 + tile); ++j)
+            o[j * rows + i] = in[i * cols + j];
+    return Block(block_->context(), shape_type{cols, rows}, std::move(out));
+  }
+
+ private:
+  const Block* block_;
+};
+
+template <class T>
+inline constexpr bool is_transposed_v = false;
+template <class B>
+inline constexpr bool is_transposed_v<transposed<B>> = true;
+
+// A ts::transpose view of a block.
+template <class T>
+concept transposed_block = is_transposed_v<std::remove_cvref_t<T>>;
+
+// transpose(b): b of rank 2 read as its transpose (a view; see transposed above).
+// transpose(transpose(b)) is b itself. A function object, as in Hana: argument-dependent
+// lookup never finds it, so a program's own unqualified `transpose(block)` helper (a common
+// name) keeps calling that helper rather than silently this.
+struct transpose_t {
+  template <block_type B>
+  auto operator()(const B& b) const {
+    using blk = std::remove_cvref_t<B>;
+    if constexpr (blk::rank == 2) {
+      return transposed<blk>(b);
+    } else {
+      static_assert(blk::rank == 2,
+                    "typeshard: ts::transpose(block) needs a rank-2 block (a matrix); fix: "
+                    "transpose the rank-2 operand (matmul(batch, ts::transpose(w)) takes a "
+                    "batched a), or build the permuted block with a loop over its elements");
+      return b;  // only after the error above: the block itself, so no second error follows
+    }
+  }
+  template <class B>
+  const B& operator()(const transposed<B>& t) const {
+    return t.base();
+  }
+};
+inline constexpr transpose_t transpose{};
+
+namespace detail {
+
+// The block an operand stores its elements in: the block, or the one a view refers to.
+template <class X>
+const auto& stored_block(const X& x) {
+  if constexpr (transposed_block<X>)
+    return x.base();
+  else
+    return x;
+}
+
+// An operand's shape for a message: "(5, 3)", or "(5, 3) (transposed)" for a view.
+template <class X>
+std::string operand_shape(const X& x) {
+  return to_string(x.extents()) + (transposed_block<X> ? " (transposed)" : "");
+}
+
+}  // namespace detail
+
 // ---- local matmul ------------------------------------------------------------------------
 
 // matmul(a, b): the local product of two blocks, C[..., m, n] = A[..., m, k] . B[..., k, n]
@@ -405,7 +517,11 @@ auto abs(const A& a) {
 // varies over the union of the operands' axes. No communication: inside shard_map the
 // collectives are the program's own (a contraction over a sharded dimension gives each
 // device a partial sum; psum or psum_scatter it). float and double use kernels::gemm.
-template <block_type A, block_type B>
+// Either operand may be a transposed view of a rank-2 block, ts::transpose(x): the product
+// reads it in place (kernels::gemm's trans flags), and extents, checks and messages are the
+// transposed ones.
+template <class A, class B>
+  requires((block_type<A> || transposed_block<A>) && (block_type<B> || transposed_block<B>))
 auto matmul(const A& a, const B& b) {
   using arr_a = std::remove_cvref_t<A>;
   using arr_b = std::remove_cvref_t<B>;
@@ -418,6 +534,7 @@ auto matmul(const A& a, const B& b) {
   static_assert(R >= 2 && (arr_b::rank == 2 || arr_b::rank == R),
                 "typeshard: matmul of blocks: a has rank >= 2, b has rank 2 or a's rank");
   constexpr std::size_t RB = arr_b::rank;
+  constexpr bool ta = transposed_block<A>, tb = transposed_block<B>;
   const std::size_t m = a.extent(R - 2), k = a.extent(R - 1);
   const std::size_t kb = b.extent(RB - 2), n = b.extent(RB - 1);
   std::size_t batch = 1;
@@ -429,27 +546,36 @@ auto matmul(const A& a, const B& b) {
                         std::to_string(b.extent(d)) + "; batch extents must be equal");
   }
   if (k != kb)
-    throw shape_error("typeshard: matmul of blocks of shapes " + to_string(a.extents()) + " and " +
-                      to_string(b.extents()) + ": contracting extents " + std::to_string(k) +
-                      " and " + std::to_string(kb) + " differ");
+    throw shape_error("typeshard: matmul of blocks of shapes " + detail::operand_shape(a) +
+                      " and " + detail::operand_shape(b) + ": contracting extents " +
+                      std::to_string(k) + " and " + std::to_string(kb) + " differ");
   shape<R> out_shape = a.extents();
   out_shape[R - 1] = n;
   detail::buffer<T> c(host_tensor<T, R>::element_count(out_shape));
+  // Row strides as stored: a transposed A is stored k x m, a transposed B n x k.
+  const std::size_t lda = ta ? m : k, ldb = tb ? k : n;
   const std::size_t b_stride = RB == R ? k * n : 0;
+  const T* a_data = detail::stored_block(a).data();
+  const T* b_data = detail::stored_block(b).data();
   for (std::size_t i = 0; i < batch; ++i) {
-    const T* pa = a.data() + i * m * k;
-    const T* pb = b.data() + i * b_stride;
+    const T* pa = a_data + i * m * k;
+    const T* pb = b_data + i * b_stride;
     T* pc = c.data() + i * m * n;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       if (k == 0)
         std::fill_n(pc, m * n, T{});
       else if (m != 0 && n != 0)
-        kernels::gemm<T>(m, n, k, pa, k, pb, n, pc, n, false);
+        kernels::gemm<T>(m, n, k, pa, lda, pb, ldb, pc, n, false,
+                         {.trans_a = ta, .trans_b = tb});
     } else {
+      // op(A)(r, j) at pa[r*ars + j*acs], op(B)(j, col) at pb[j*brs + col*bcs].
+      const std::size_t ars = ta ? 1 : lda, acs = ta ? lda : 1;
+      const std::size_t brs = tb ? 1 : ldb, bcs = tb ? ldb : 1;
       for (std::size_t r = 0; r < m; ++r)
         for (std::size_t col = 0; col < n; ++col) {
           T acc{};
-          for (std::size_t j = 0; j < k; ++j) acc += pa[r * k + j] * pb[j * n + col];
+          for (std::size_t j = 0; j < k; ++j)
+            acc += pa[r * ars + j * acs] * pb[j * brs + col * bcs];
           pc[r * n + col] = acc;
         }
     }
