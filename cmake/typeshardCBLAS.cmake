@@ -82,6 +82,14 @@ function(typeshard_find_cblas found_var)
   endif()
 
   # --- the library -------------------------------------------------------------------------
+  # A build tree configured when auto still preferred the serial build keeps that library in
+  # its cache: auto and pthread look again rather than keep Debian's serial build.
+  if(TYPESHARD_CBLAS_LIBRARY MATCHES "openblas-serial" AND NOT flavor STREQUAL "serial")
+    message(STATUS "typeshard: not keeping the cached serial OpenBLAS "
+                   "(${TYPESHARD_CBLAS_LIBRARY}): TYPESHARD_OPENBLAS_FLAVOR is ${flavor}")
+    unset(TYPESHARD_CBLAS_LIBRARY CACHE)
+    unset(TYPESHARD_CBLAS_INCLUDE_DIR CACHE)
+  endif()
   if(NOT TYPESHARD_CBLAS_LIBRARY)
     if(flavor STREQUAL "auto" OR flavor STREQUAL "pthread")
       find_library(TYPESHARD_CBLAS_LIBRARY NAMES openblas openblasp
@@ -128,6 +136,10 @@ function(typeshard_find_cblas found_var)
   endif()
   if(TYPESHARD_CBLAS_LIBRARY MATCHES "openblas-serial")
     list(APPEND defs TYPESHARD_OPENBLAS_SERIAL=1)
+    message(WARNING "typeshard: linking the serial OpenBLAS (${TYPESHARD_CBLAS_LIBRARY}). "
+                    "Debian's is built without USE_LOCKING: GEMMs that devices run at the same "
+                    "time can give wrong results. Install libopenblas0-pthread and configure "
+                    "with -DTYPESHARD_OPENBLAS_FLAVOR=auto.")
   endif()
 
   add_library(TypeshardCBLAS::CBLAS UNKNOWN IMPORTED ${global})

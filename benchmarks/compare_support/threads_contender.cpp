@@ -5,7 +5,8 @@
 //                             would), the same blocks (each device's own copy, made before
 //                             the timed run), the collectives as memcpy and summing loops
 //                             between the devices' buffers (std::barrier where a device reads
-//                             what another wrote), the same serial OpenBLAS per device. The
+//                             what another wrote), the same OpenBLAS as typeshard's devices,
+//                             run with one thread (each device is already a thread). The
 //                             outputs and scratch buffers are allocated once, before timing:
 //                             this is the careful hand-written program, the one typeshard's
 //                             overhead is measured against.
@@ -402,6 +403,9 @@ factory make(Extra... extra) {
 
 int main(int argc, char** argv) {
   using namespace compare;
+#if defined(TYPESHARD_HAVE_OPENBLAS)
+  openblas_set_num_threads(1);  // as typeshard does: the devices are the parallelism
+#endif
   const std::string which = argc > 1 ? argv[1] : "threads";
   std::map<std::string, factory> r;
   if (which == "memcpy") {
