@@ -8,9 +8,11 @@
 //           use "data": the two rows of the mesh compute the same blocks.
 // training  one SGD step of seed 002's MLP ([784, H, H, H, 10], relu, loss = mean over the
 //           batch of the summed squared error) with the batch over 8 devices ("batch") and
-//           the parameters replicated: forward, hand-written backward pass in the global view
-//           (every matmul names its output spec; the weight gradients' contraction over the
-//           sharded batch becomes a psum), SGD update of the replicated parameters.
+//           the parameters replicated: forward in the global view (every matmul names its
+//           output spec), hand-written backward pass whose products with a transposed operand
+//           are per-block matmuls of ts::transpose views in shard_map (the weight gradients'
+//           contraction over the sharded batch is a psum), SGD update of the replicated
+//           parameters as global elementwise operations.
 #include <cmath>
 #include <optional>
 #include <tuple>
@@ -87,22 +89,23 @@ using P_batch = ts::spec<"batch", none>;
 using P_rep = ts::spec<none, none>;
 using P_vec = ts::spec<none>;
 
-// a.T, per block: the spec's entries swap (no communication).
-template <class Array>
-auto transpose(const Array& a) {
-  using S = typename Array::spec;
-  return ts::shard_map<mesh_8, S, ts::spec<S::dim(1), S::dim(0)>>([](const auto& x) {
-    std::remove_cvref_t<decltype(x)> t(x.context(), {x.extent(1), x.extent(0)});
-    const std::size_t r = x.extent(0), c = x.extent(1);
-    const float* in = x.data();
-    float* out = t.data();
-    constexpr std::size_t tile = 32;  // cache blocking
-    for (std::size_t i0 = 0; i0 < r; i0 += tile)
-      for (std::size_t j0 = 0; j0 < c; j0 += tile)
-        for (std::size_t i = i0; i < std::min(r, i0 + tile); ++i)
-          for (std::size_t j = j0; j < std::min(c, j0 + tile); ++j) out[j * r + i] = in[i * c + j];
-    return t;
-  })(a);
+// The backward pass's two products with a transposed operand, per block: ts::transpose is a
+// view that the local GEMM reads transposed (BLAS's trans flags), so nothing is copied.
+// a.T . dz: a and dz sharded over the batch (rows); the contraction over the sharded batch
+// leaves each device a partial sum, which psum adds up (the weight gradient, replicated).
+template <class A, class D>
+auto weight_gradient(const A& a, const D& dz) {
+  return ts::shard_map<mesh_8, ts::specs<P_batch, P_batch>, P_rep>(
+      [](const auto& ab, const auto& db) {
+        return ts::psum<"batch">(ts::matmul(ts::transpose(ab), db));
+      })(a, dz);
+}
+
+// dz . W.T: dz sharded over the batch, W replicated: local products, no communication.
+template <class D, class W>
+auto input_gradient(const D& dz, const W& w) {
+  return ts::shard_map<mesh_8, ts::specs<P_batch, P_rep>, P_batch>(
+      [](const auto& db, const auto& wb) { return ts::matmul(db, ts::transpose(wb)); })(dz, w);
 }
 
 // z + b, b broadcast over the rows (b sharded as z's columns: replicated here).
@@ -182,8 +185,8 @@ class training final : public instance {
     return out;
   }
   std::string info() override {
-    return "dW = matmul<P(None, None)>(a.T, dz): " +
-           ts::matmul_plan_for<decltype(transpose(*inputs_)), matrix_batch, P_rep>::describe();
+    return "forward: global matmul<P(batch, None)>; backward: shard_map with "
+           "psum<batch>(matmul(transpose(a), dz)) and matmul(dz, transpose(W))";
   }
 
  private:
@@ -200,12 +203,12 @@ class training final : public instance {
         return ts::zip(da, z, [](float g, float v) { return v > 0.0f ? g : 0.0f; });
       }
     }();
-    const auto dW = ts::matmul<P_rep>(transpose(in), dz);  // psum over "batch"
+    const auto dW = weight_gradient(in, dz);  // psum over "batch"
     if (!sampled_) dw_samples_[I] = sample_array(dW);      // the warm-up only: not timed
     const auto db = column_sums(dz);
     next[I] = layer{L.w - dW * shape_.step, L.b - db * shape_.step};
     if constexpr (I > 0)
-      return ts::matmul<P_batch>(dz, transpose(L.w));
+      return input_gradient(dz, L.w);
     else
       return dz;  // unused: the inputs need no gradient
   }
