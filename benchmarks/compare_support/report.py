@@ -215,7 +215,7 @@ def markdown(report, image_prefix="", plot_note="", title="typeshard against the
     parts += (b or ["- nowhere in this run."]) + [""]
     why = analysis()
     if why:
-        parts += ["### Why (analysis, written by hand from profiles)", "", why]
+        parts += ["### Why (written by hand, in benchmarks/compare_support/analysis.md)", "", why]
     parts += ["## How it is measured", "", METHOD_TEXT, CONTENDERS_TEXT, "## Workloads", ""]
     for w in report["workloads"]:
         parts.append(workload_section(w, report, image_prefix))
@@ -230,8 +230,8 @@ def performance_doc(report, plot_note=""):
         "the seeds on typeshard and on its alternatives side by side (OpenBLAS and Eigen on all\n"
         "cores, the same program hand-written with `std::thread`, JAX on the CPU with 8 devices,\n"
         "and `memcpy` for the collectives), and measures what the examples cost to compile.\n"
-        "Regenerate it with `benchmarks/compare` (about 15 to 30 minutes on 2 cores; `--quick`\n"
-        "takes under 5 and writes only `benchmarks/results/`). The raw numbers are in\n"
+        "Regenerate it with `benchmarks/compare` (about 12 minutes on 2 idle cores here; `--quick`\n"
+        "takes about 2 and writes only `benchmarks/results/`). The raw numbers are in\n"
         "[benchmarks/results/latest.json](../benchmarks/results/latest.json).\n\n")
     body = markdown(report, image_prefix="../benchmarks/results/", plot_note=plot_note,
                     title="The latest report")
