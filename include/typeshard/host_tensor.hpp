@@ -33,10 +33,10 @@ class host_tensor {
 
   // Zero-initialised tensor of the given extents.
   explicit host_tensor(const shape<Rank>& extents)
-      : extents_(extents), data_(element_count(extents)) {}
+      : extents_(extents), data_(storable_count(extents)) {}
 
   host_tensor(const shape<Rank>& extents, const T& fill)
-      : extents_(extents), data_(element_count(extents), fill) {}
+      : extents_(extents), data_(storable_count(extents), fill) {}
 
   // Takes `values` in row-major order; their number must equal the product of extents.
   host_tensor(const shape<Rank>& extents, std::vector<T> values)
@@ -79,11 +79,18 @@ class host_tensor {
 
   friend bool operator==(const host_tensor&, const host_tensor&) = default;
 
-  // The number of elements of `extents`, or a shape_error if it overflows size_t or is more
-  // than a std::vector<T> can hold (which would otherwise throw std::length_error).
+  // The number of elements of `extents`, or a shape_error if it overflows size_t.
   static std::size_t element_count(const shape<Rank>& extents) {
     std::size_t n = 1;
     for (std::size_t e : extents) n = detail::checked_multiply(n, e, "host_tensor");
+    return n;
+  }
+
+ private:
+  // element_count, or a shape_error if that many elements are more than a std::vector<T>
+  // can hold (which would otherwise throw std::length_error, outside typeshard's errors).
+  static std::size_t storable_count(const shape<Rank>& extents) {
+    const std::size_t n = element_count(extents);
     if (n > std::vector<T>().max_size())
       throw shape_error("typeshard: host_tensor of shape " + to_string(extents) + " has " +
                         std::to_string(n) + " elements, more than fit in memory (at most " +
@@ -92,7 +99,6 @@ class host_tensor {
     return n;
   }
 
- private:
   shape<Rank> extents_{};
   std::vector<T> data_;
 };
