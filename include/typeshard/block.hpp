@@ -562,22 +562,10 @@ auto matmul(const A& a, const B& b) {
     const T* pb = b_data + i * b_stride;
     T* pc = c.data() + i * m * n;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      if (k == 0)
-        std::fill_n(pc, m * n, T{});
-      else if (m != 0 && n != 0)
-        kernels::gemm<T>(m, n, k, pa, lda, pb, ldb, pc, n, false,
-                         {.trans_a = ta, .trans_b = tb});
-    } else {
-      // op(A)(r, j) at pa[r*ars + j*acs], op(B)(j, col) at pb[j*brs + col*bcs].
-      const std::size_t ars = ta ? 1 : lda, acs = ta ? lda : 1;
-      const std::size_t brs = tb ? 1 : ldb, bcs = tb ? ldb : 1;
-      for (std::size_t r = 0; r < m; ++r)
-        for (std::size_t col = 0; col < n; ++col) {
-          T acc{};
-          for (std::size_t j = 0; j < k; ++j)
-            acc += pa[r * ars + j * acs] * pb[j * brs + col * bcs];
-          pc[r * n + col] = acc;
-        }
+      kernels::gemm<T>(m, n, k, pa, lda, pb, ldb, pc, n, false, {.trans_a = ta, .trans_b = tb});
+    } else {  // other element types: the kernels' reference loop, through row/column strides
+      kernels::detail::gemm_naive(m, n, k, pa, ta ? 1 : lda, ta ? lda : 1, pb, tb ? 1 : ldb,
+                                  tb ? ldb : 1, pc, n, false);
     }
   }
   return block<T, R, typename arr_a::mesh_type, arr_a::varying | arr_b::varying>(

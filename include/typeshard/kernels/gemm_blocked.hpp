@@ -124,17 +124,13 @@ void pack_b(std::size_t kc, std::size_t nc, const T* b, std::size_t rs, std::siz
           for (std::size_t j = cols; j < nr; ++j) dst[j] = T(0);
         }
       }
-    } else if (rs == 1) {
+    } else {  // transposed: rs == 1
       for (std::size_t j = 0; j < cols; ++j) {
         const T* col = b + (j0 + j) * cs;  // column j0 + j of op(B): contiguous in memory
         for (std::size_t p = 0; p < kc; ++p) out[p * nr + j] = col[p];
       }
       for (std::size_t j = cols; j < nr; ++j)
         for (std::size_t p = 0; p < kc; ++p) out[p * nr + j] = T(0);
-    } else {
-      for (std::size_t p = 0; p < kc; ++p)
-        for (std::size_t j = 0; j < nr; ++j)
-          out[p * nr + j] = j < cols ? b[p * rs + (j0 + j) * cs] : T(0);
     }
     out += kc * nr;
   }
@@ -167,7 +163,8 @@ void micro_kernel_portable(std::size_t kc, const T* a, const T* b, T* tile, std:
   constexpr std::size_t nr = gemm_blocking<T>::nr;
   constexpr std::size_t half = nr / 2;
   constexpr std::size_t nv = half / lanes;  // vectors per row of a half: 2
-  static_assert(nv == 2 && mr == 6, "the register budget below assumes a 6 x (2 vectors) half");
+  static_assert(nv == 2 && mr == 6,
+                "typeshard: internal: the register budget below assumes a 6 x (2 vectors) half");
   for (std::size_t h = 0; h < nr; h += half) {
     V acc[mr][nv] = {};
     const T* ap = a;
