@@ -33,7 +33,7 @@
 #include "detail/buffer.hpp"
 #include "detail/diagnose.hpp"
 #include "detail/mesh_group.hpp"
-#include "detail/reduce_kernels.hpp"
+#include "backend/detail/reduce_kernels.hpp"
 #include "diagnostics.hpp"
 #include "device_mesh.hpp"
 #include "errors.hpp"

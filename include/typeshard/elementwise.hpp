@@ -21,7 +21,7 @@
 
 #include "detail/buffer.hpp"
 #include "detail/diagnose.hpp"
-#include "detail/reduce_kernels.hpp"
+#include "backend/detail/reduce_kernels.hpp"
 #include "diagnostics.hpp"
 #include "errors.hpp"
 #include "sharded_array.hpp"

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "../detail/function_ref.hpp"
+#include "detail/function_ref.hpp"
 
 namespace typeshard {
 

@@ -58,9 +58,9 @@
 #include <string_view>
 #include <vector>
 
-#include "../detail/function_ref.hpp"
-#include "../detail/mpi_datatypes.hpp"
-#include "../detail/reduce_kernels.hpp"
+#include "detail/function_ref.hpp"
+#include "detail/mpi_datatypes.hpp"
+#include "detail/reduce_kernels.hpp"
 #include "../errors.hpp"
 #include "backend.hpp"
 

@@ -31,9 +31,9 @@
 #include <thread>
 #include <vector>
 
-#include "../detail/function_ref.hpp"
-#include "../detail/reduce_kernels.hpp"
-#include "../detail/stream_copy.hpp"
+#include "detail/function_ref.hpp"
+#include "detail/reduce_kernels.hpp"
+#include "detail/stream_copy.hpp"
 #include "../errors.hpp"
 #include "backend.hpp"
 

@@ -1,5 +1,5 @@
-// typeshard/detail/stream_copy.hpp: copies that bypass the cache, for collectives whose
-// output is too large to stay in it. Internal: do not rely on anything in detail/.
+// typeshard/backend/detail/stream_copy.hpp: copies that bypass the cache, for collectives
+// whose output is too large to stay in it. Internal: do not rely on anything in detail/.
 //
 // A collective that pushes results into its peers' large outputs in small chunks (the
 // thread pool's all_reduce) would otherwise read every destination line before writing

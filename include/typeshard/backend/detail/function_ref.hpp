@@ -1,4 +1,4 @@
-// typeshard/detail/function_ref.hpp: a non-owning reference to a callable.
+// typeshard/backend/detail/function_ref.hpp: a non-owning reference to a callable.
 // Internal: do not rely on anything in detail/.
 #pragma once
 

@@ -1,5 +1,5 @@
-// typeshard/detail/mpi_datatypes.hpp: what the MPI backend tells MPI about its buffers:
-// element types, reduction ops, strided piece types, int counts, error codes.
+// typeshard/backend/detail/mpi_datatypes.hpp: what the MPI backend tells MPI about its
+// buffers: element types, reduction ops, strided piece types, int counts, error codes.
 // Internal: do not rely on anything in detail/. Needs <mpi.h> (typeshard::mpi).
 #pragma once
 
@@ -12,8 +12,8 @@
 #include <map>
 #include <string>
 
-#include "../backend/backend.hpp"
-#include "../errors.hpp"
+#include "../backend.hpp"
+#include "../../errors.hpp"
 
 namespace typeshard::detail {
 

@@ -1,5 +1,5 @@
-// typeshard/detail/reduce_kernels.hpp: elementwise reductions over raw buffers, dispatched on
-// a backend's element_type tag. Internal: do not rely on anything in detail/.
+// typeshard/backend/detail/reduce_kernels.hpp: elementwise reductions over raw buffers,
+// dispatched on a backend's element_type tag. Internal: do not rely on anything in detail/.
 //
 // Used by the thread-pool backend's all_reduce and reduce_scatter. Loops are plain, over
 // contiguous runs, so the compiler vectorises them.
@@ -13,8 +13,8 @@
 #include <string>
 #include <type_traits>
 
-#include "../backend/backend.hpp"
-#include "../errors.hpp"
+#include "../backend.hpp"
+#include "../../errors.hpp"
 
 namespace typeshard::detail {
 
