@@ -4,10 +4,10 @@
 include_guard(GLOBAL)
 
 # typeshard_strict_warnings(<target> [NO_WERROR])
-#   Our own test/example/benchmark targets build with -Wall -Wextra -Wpedantic -Werror
-#   (never the INTERFACE target: users choose their own warnings). NO_WERROR keeps the
-#   warnings but not -Werror: the compile-fail targets need it, or a warning turned error
-#   could become the "first error:" line the harness reads.
+#   Our own test/example/benchmark targets build with -Wall -Wextra -Wpedantic, plus -Werror
+#   with TYPESHARD_WERROR (never the INTERFACE target: users choose their own warnings).
+#   NO_WERROR keeps the warnings but not -Werror: the compile-fail targets need it, or a
+#   warning turned error could become the "first error:" line the harness reads.
 function(typeshard_strict_warnings target)
   set(werror "")
   if(TYPESHARD_WERROR AND NOT "NO_WERROR" IN_LIST ARGN)
@@ -24,7 +24,8 @@ function(typeshard_strict_warnings target)
 endfunction()
 
 # typeshard_use_library(<target> [<scope>])
-#   Link typeshard::typeshard, plus typeshard::blas when the build has it.
+#   Link typeshard::typeshard, plus typeshard::blas when the build has it, plus
+#   typeshard::runtime when TYPESHARD_USE_RUNTIME is on.
 function(typeshard_use_library target)
   set(scope PRIVATE)
   if(ARGC GREATER 1)
@@ -33,6 +34,9 @@ function(typeshard_use_library target)
   target_link_libraries(${target} ${scope} typeshard::typeshard)
   if(TARGET typeshard::blas)
     target_link_libraries(${target} ${scope} typeshard::blas)
+  endif()
+  if(TYPESHARD_USE_RUNTIME)
+    target_link_libraries(${target} ${scope} typeshard::runtime)
   endif()
 endfunction()
 

@@ -85,9 +85,21 @@ endif()
 
 run_step("build" "${CMAKE_COMMAND}" --build "${WORK_DIR}" ${_config_args})
 
-set(_exe "${WORK_DIR}/typeshard_consumer${CMAKE_EXECUTABLE_SUFFIX}")
-if(NOT EXISTS "${_exe}" AND DEFINED CONFIG AND EXISTS "${WORK_DIR}/${CONFIG}/typeshard_consumer${CMAKE_EXECUTABLE_SUFFIX}")
-  set(_exe "${WORK_DIR}/${CONFIG}/typeshard_consumer${CMAKE_EXECUTABLE_SUFFIX}")
-endif()
-run_step("run" "${_exe}")
+# The header-only consumer always; the one linking typeshard::runtime whenever the package
+# (or source tree) provides that target, which the consumer's configure output says.
+foreach(_name typeshard_consumer typeshard_consumer_runtime)
+  set(_exe "${WORK_DIR}/${_name}${CMAKE_EXECUTABLE_SUFFIX}")
+  if(NOT EXISTS "${_exe}" AND DEFINED CONFIG
+     AND EXISTS "${WORK_DIR}/${CONFIG}/${_name}${CMAKE_EXECUTABLE_SUFFIX}")
+    set(_exe "${WORK_DIR}/${CONFIG}/${_name}${CMAKE_EXECUTABLE_SUFFIX}")
+  endif()
+  if(_name STREQUAL "typeshard_consumer_runtime" AND NOT EXISTS "${_exe}")
+    if(EXPECT_RUNTIME)
+      message(FATAL_ERROR "package test (${MODE}): typeshard::runtime was built here but the "
+                          "consumer found no such target")
+    endif()
+    continue()
+  endif()
+  run_step("run" "${_exe}")
+endforeach()
 message("package test (${MODE}): PASS")

@@ -4,9 +4,9 @@
 // (device_put, elementwise ops, collectives, matmul) talks only to this interface, so
 // the same program runs on the thread pool (cpu_devices) or on MPI ranks.
 //
-// Collectives are virtual primitives on raw buffers, called from inside a per-device
-// function (a run() body) by every member of a group, in the same order (SPMD, as MPI
-// requires). Each maps onto one MPI call on a per-group communicator (MPI_Comm_split):
+// Collectives are primitives on raw buffers, called from inside a per-device function (a
+// run() body) by every member of a group, in the same order (SPMD, as MPI requires). Each
+// maps onto one MPI call on a per-group communicator (MPI_Comm_create_group):
 //   all_gather      MPI_Allgather(v)            tiled: rows of per-member pieces
 //   reduce_scatter  MPI_Reduce_scatter(_block)  the same layout, reduced
 //   all_reduce      MPI_Allreduce
@@ -23,6 +23,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "../config.hpp"
 #include "detail/function_ref.hpp"
 
 namespace typeshard {
@@ -118,6 +119,12 @@ struct strided_pieces {
 // The "no peer" value of permute's send_to / recv_from (MPI_PROC_NULL).
 inline constexpr std::size_t no_peer = static_cast<std::size_t>(-1);
 
+// backend: the interface typeshard's runtime talks to. Its public operations are
+// non-virtual: each checks its arguments once, here, for every backend (the devices of a
+// run exist and are distinct; a collective is called inside a run, by a device of its
+// group, with one count per member and peers inside the group; the members' calls agree, by
+// a signature), then calls the backend's own primitive (do_run, do_all_gather, ...). So the
+// thread pool and MPI reject the same bad calls with the same messages.
 class backend {
  public:
   virtual ~backend() = default;
@@ -145,12 +152,13 @@ class backend {
   virtual void check_default_mesh(std::size_t /*mesh_size*/, const std::string& /*mesh*/) const {}
 
   // Runs body(i) for every i whose devices[i] is addressable, each on its device,
-  // concurrently, and returns when all have returned. The devices must be distinct. If
-  // bodies throw, the others are released from any collective they wait in, all are
-  // joined, and the first failure (by position in `devices`) is rethrown as a
-  // device_error that names the device. Not callable from inside a body (usage_error).
-  virtual void run(std::span<const device_id> devices,
-                   detail::function_ref<void(std::size_t)> body) = 0;
+  // concurrently, and returns when all have returned. The devices must exist and be
+  // distinct (device_mesh_error). If bodies throw, the others are released from any
+  // collective they wait in, all are joined, and the first failure (by position in
+  // `devices`) is rethrown as a device_error that names the device. Not callable from
+  // inside a body (usage_error).
+  TYPESHARD_RUNTIME_DECL void run(std::span<const device_id> devices,
+                                  detail::function_ref<void(std::size_t)> body);
 
   // ---- collectives: called inside a run() body by every member of `g` ------------------
   // Buffers are in elements of `t`; counts[j] is member j's piece per row. A backend may
@@ -159,33 +167,95 @@ class backend {
 
   // all_gather: send is [rows][counts[rank]]; recv is [rows][sum(counts)], row r holding
   // every member's row r in rank order (the tiled all_gather along one dimension).
-  virtual void all_gather(const collective_group& g, element_type t, const void* send,
-                          void* recv, std::size_t rows, std::span<const std::size_t> counts) = 0;
+  TYPESHARD_RUNTIME_DECL void all_gather(const collective_group& g, element_type t,
+                                         const void* send, void* recv, std::size_t rows,
+                                         std::span<const std::size_t> counts);
 
   // reduce_scatter: send is [rows][sum(counts)]; recv is [rows][counts[rank]], the
   // reduction over members of this member's columns (tiled psum_scatter). No aliasing.
-  virtual void reduce_scatter(const collective_group& g, element_type t, reduce_op op,
-                              const void* send, void* recv, std::size_t rows,
-                              std::span<const std::size_t> counts) = 0;
+  TYPESHARD_RUNTIME_DECL void reduce_scatter(const collective_group& g, element_type t,
+                                             reduce_op op, const void* send, void* recv,
+                                             std::size_t rows,
+                                             std::span<const std::size_t> counts);
 
   // all_reduce: recv[i] = reduction over members of send[i], i < count. send == recv is
   // allowed (in place); every member gets bitwise the same result.
-  virtual void all_reduce(const collective_group& g, element_type t, reduce_op op,
-                          const void* send, void* recv, std::size_t count) = 0;
+  TYPESHARD_RUNTIME_DECL void all_reduce(const collective_group& g, element_type t,
+                                         reduce_op op, const void* send, void* recv,
+                                         std::size_t count);
 
   // all_to_all: member j's piece of send (by send_pieces) goes to member j, which stores
   // the piece from member i at piece i of its recv (by recv_pieces). Pieces have equal
   // element counts in both layouts, copied in row-major order. No aliasing.
-  virtual void all_to_all(const collective_group& g, element_type t, const void* send,
-                          void* recv, const strided_pieces& send_pieces,
-                          const strided_pieces& recv_pieces) = 0;
+  TYPESHARD_RUNTIME_DECL void all_to_all(const collective_group& g, element_type t,
+                                         const void* send, void* recv,
+                                         const strided_pieces& send_pieces,
+                                         const strided_pieces& recv_pieces);
 
   // permute: send send_count elements to member send_to and receive recv_count from member
   // recv_from (either may be no_peer; the counts of a sender and its receiver must agree);
   // without a source recv is zero-filled, as JAX's ppermute does. No aliasing.
-  virtual void permute(const collective_group& g, element_type t, const void* send,
-                       std::size_t send_count, std::size_t send_to, void* recv,
-                       std::size_t recv_count, std::size_t recv_from) = 0;
+  TYPESHARD_RUNTIME_DECL void permute(const collective_group& g, element_type t,
+                                      const void* send, std::size_t send_count,
+                                      std::size_t send_to, void* recv, std::size_t recv_count,
+                                      std::size_t recv_from);
+
+ protected:
+  // Where the calling thread is: inside a per-device function of this backend's current
+  // run (at position `index` of a run over `run_size` devices), or not.
+  struct body_position {
+    bool inside = false;
+    std::size_t run_size = 0;
+    std::size_t index = 0;
+  };
+  virtual body_position current_body() const = 0;
+
+  // How many devices there are, said in the backend's terms, for the message naming a
+  // device that does not exist ("this cpu_devices has 4 devices (0 to 3)").
+  virtual std::string devices_summary() const = 0;
+
+  // The primitives, called once the arguments are checked. `signature` hashes what every
+  // member of the group must agree on (the collective, element type, reduction, sizes):
+  // a backend that can compare the members' signatures diagnoses a mismatch with it.
+  virtual void do_run(std::span<const device_id> devices,
+                      detail::function_ref<void(std::size_t)> body) = 0;
+  virtual void do_all_gather(const collective_group& g, element_type t, const void* send,
+                             void* recv, std::size_t rows, std::span<const std::size_t> counts,
+                             std::uint64_t signature) = 0;
+  virtual void do_reduce_scatter(const collective_group& g, element_type t, reduce_op op,
+                                 const void* send, void* recv, std::size_t rows,
+                                 std::span<const std::size_t> counts,
+                                 std::uint64_t signature) = 0;
+  virtual void do_all_reduce(const collective_group& g, element_type t, reduce_op op,
+                             const void* send, void* recv, std::size_t count,
+                             std::uint64_t signature) = 0;
+  virtual void do_all_to_all(const collective_group& g, element_type t, const void* send,
+                             void* recv, const strided_pieces& send_pieces,
+                             const strided_pieces& recv_pieces, std::uint64_t signature) = 0;
+  virtual void do_permute(const collective_group& g, element_type t, const void* send,
+                          std::size_t send_count, std::size_t send_to, void* recv,
+                          std::size_t recv_count, std::size_t recv_from,
+                          std::uint64_t signature) = 0;
+
+  // The usage_error for members whose signatures differ.
+  [[noreturn]] TYPESHARD_RUNTIME_DECL static void throw_signature_mismatch();
+  // The usage_error for a ppermute that is not a permutation: member `sender` sends to
+  // `receiver`, which receives from `receiver_source`.
+  [[noreturn]] TYPESHARD_RUNTIME_DECL static void throw_not_a_permutation(
+      std::size_t sender, std::size_t receiver, std::size_t receiver_source);
+  // The usage_error for a receiver expecting `expected` elements from `sender`, which
+  // sends `sent` (to member `sent_to`, when known).
+  [[noreturn]] TYPESHARD_RUNTIME_DECL static void throw_permute_count_mismatch(
+      std::size_t receiver, std::size_t expected, std::size_t sender, std::size_t sent,
+      std::size_t sent_to);
+
+ private:
+  TYPESHARD_RUNTIME_DECL void check_devices(std::span<const device_id> devices) const;
+  TYPESHARD_RUNTIME_DECL void check_group(const collective_group& g) const;
 };
 
 }  // namespace typeshard
+
+#if !defined(TYPESHARD_SEPARATE_COMPILATION)
+#include "impl/backend.ipp"
+#endif

@@ -50,7 +50,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <span>
@@ -104,16 +103,6 @@ inline void mpi_terminate_handler() {
   std::string what = "std::terminate was called";
   if (std::current_exception()) what = "uncaught exception: " + current_exception_message();
   mpi_abort_job(what);
-}
-
-// A hash of the arguments all members of a collective must agree on (FNV-1a).
-inline std::uint64_t mpi_signature(std::initializer_list<std::size_t> words,
-                                   std::span<const std::size_t> more = {}) {
-  std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&](std::size_t w) { h = (h ^ static_cast<std::uint64_t>(w)) * 1099511628211ull; };
-  for (std::size_t w : words) mix(w);
-  for (std::size_t w : more) mix(w);
-  return h;
 }
 
 }  // namespace detail
@@ -182,14 +171,8 @@ class mpi_devices final : public backend {
 
   // Runs body(i) for the i with devices[i] == this rank, if any, on this thread. An
   // exception escaping it aborts the job (see the top of this file).
-  void run(std::span<const device_id> devices,
-           detail::function_ref<void(std::size_t)> body) override {
-    if (running() == this)
-      throw usage_error(
-          "typeshard: a multi-device operation was started from inside a per-device "
-          "function; per-device code may only use local blocks and collectives: move the "
-          "operation out of the function");
-    check_devices(devices);
+  void do_run(std::span<const device_id> devices,
+              detail::function_ref<void(std::size_t)> body) override {
     std::size_t mine = devices.size();
     for (std::size_t i = 0; i < devices.size(); ++i)
       if (devices[i] == local_device()) mine = i;
@@ -212,11 +195,11 @@ class mpi_devices final : public backend {
 
   // ---- collectives (see backend.hpp for the contracts) ----------------------------------
 
-  void all_gather(const collective_group& g, element_type t, const void* send, void* recv,
-                  std::size_t rows, std::span<const std::size_t> counts) override {
-    check_counts(g, counts, "all_gather");
+  void do_all_gather(const collective_group& g, element_type t, const void* send, void* recv,
+                     std::size_t rows, std::span<const std::size_t> counts,
+                     std::uint64_t signature) override {
     const MPI_Comm c = group_comm(g);
-    verify(c, g, detail::mpi_signature({1, code(t), rows}, counts));
+    verify(c, g, signature);
     const std::size_t total = sum(counts);
     if (rows == 0 || total == 0) return;
     const MPI_Datatype e = types_.element(t);
@@ -263,13 +246,11 @@ class mpi_devices final : public backend {
     }
   }
 
-  void reduce_scatter(const collective_group& g, element_type t, reduce_op op, const void* send,
-                      void* recv, std::size_t rows,
-                      std::span<const std::size_t> counts) override {
-    detail::check_reducible(t, op);
-    check_counts(g, counts, "reduce_scatter");
+  void do_reduce_scatter(const collective_group& g, element_type t, reduce_op op,
+                         const void* send, void* recv, std::size_t rows,
+                         std::span<const std::size_t> counts, std::uint64_t signature) override {
     const MPI_Comm c = group_comm(g);
-    verify(c, g, detail::mpi_signature({2, code(t), static_cast<std::size_t>(op), rows}, counts));
+    verify(c, g, signature);
     const std::size_t total = sum(counts);
     if (rows == 0 || total == 0) return;
     const MPI_Datatype e = types_.element(t);
@@ -303,25 +284,21 @@ class mpi_devices final : public backend {
                       "MPI_Reduce_scatter");
   }
 
-  void all_reduce(const collective_group& g, element_type t, reduce_op op, const void* send,
-                  void* recv, std::size_t n) override {
-    detail::check_reducible(t, op);
+  void do_all_reduce(const collective_group& g, element_type t, reduce_op op, const void* send,
+                     void* recv, std::size_t n, std::uint64_t signature) override {
     const MPI_Comm c = group_comm(g);
-    verify(c, g, detail::mpi_signature({3, code(t), static_cast<std::size_t>(op), n}));
+    verify(c, g, signature);
     if (n == 0) return;
     detail::mpi_check(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, count(n),
                                     types_.element(t), types_.op(op, t.kind), c),
                       "MPI_Allreduce");
   }
 
-  void all_to_all(const collective_group& g, element_type t, const void* send, void* recv,
-                  const strided_pieces& send_pieces, const strided_pieces& recv_pieces) override {
-    if (send_pieces.elements() != recv_pieces.elements())
-      throw usage_error("typeshard: internal: all_to_all pieces of " +
-                        std::to_string(send_pieces.elements()) + " and " +
-                        std::to_string(recv_pieces.elements()) + " elements");
+  void do_all_to_all(const collective_group& g, element_type t, const void* send, void* recv,
+                     const strided_pieces& send_pieces, const strided_pieces& recv_pieces,
+                     std::uint64_t signature) override {
     const MPI_Comm c = group_comm(g);
-    verify(c, g, detail::mpi_signature({4, code(t), send_pieces.elements()}));
+    verify(c, g, signature);
     if (send_pieces.elements() == 0) return;
     const auto plain = [](const strided_pieces& l) {  // piece j is elements [j*k, (j+1)*k)
       return l.rows == 1 && l.member_stride == l.run;
@@ -339,15 +316,12 @@ class mpi_devices final : public backend {
     detail::mpi_check(MPI_Alltoall(send, 1, s, recv, 1, r, c), "MPI_Alltoall");
   }
 
-  void permute(const collective_group& g, element_type t, const void* send,
-               std::size_t send_count, std::size_t send_to, void* recv, std::size_t recv_count,
-               std::size_t recv_from) override {
-    if ((send_to != no_peer && send_to >= g.size()) ||
-        (recv_from != no_peer && recv_from >= g.size()))
-      throw usage_error("typeshard: permute: a peer rank is outside the group of " +
-                        std::to_string(g.size()) + " members");
+  void do_permute(const collective_group& g, element_type t, const void* send,
+                  std::size_t send_count, std::size_t send_to, void* recv,
+                  std::size_t recv_count, std::size_t recv_from,
+                  std::uint64_t signature) override {
     const MPI_Comm c = group_comm(g);
-    if (checks_) verify_permutation(c, g, t, send_count, send_to, recv_count, recv_from);
+    if (checks_) verify_permutation(c, g, signature, send_count, send_to, recv_count, recv_from);
     // The group communicator ranks members in group order, so a member is its own rank.
     const int dest = send_to == no_peer ? MPI_PROC_NULL : static_cast<int>(send_to);
     const int source = recv_from == no_peer ? MPI_PROC_NULL : static_cast<int>(recv_from);
@@ -373,10 +347,8 @@ class mpi_devices final : public backend {
     int got = 0;
     MPI_Get_count(&status, e, &got);
     if (static_cast<std::size_t>(got) != recv_count)
-      throw usage_error("typeshard: ppermute: member " + std::to_string(g.rank) + " expects " +
-                        std::to_string(recv_count) + " elements from member " +
-                        std::to_string(recv_from) + ", which sends " + std::to_string(got) +
-                        "; senders and receivers must agree");
+      throw_permute_count_mismatch(g.rank, recv_count, recv_from,
+                                   static_cast<std::size_t>(got), no_peer);
   }
 
  private:
@@ -418,41 +390,25 @@ class mpi_devices final : public backend {
     return backend;
   }
 
-  void check_devices(std::span<const device_id> devices) const {
-    std::vector<bool> seen(device_count(), false);
-    for (device_id d : devices) {
-      if (d >= device_count())
-        throw device_mesh_error("typeshard: device " + std::to_string(d) +
-                                " does not exist: this MPI job has " +
-                                std::to_string(device_count()) + " ranks, so devices 0 to " +
-                                std::to_string(device_count() - 1) +
-                                "; start it with more ranks (mpirun -np)");
-      if (seen[d])
-        throw device_mesh_error("typeshard: device " + std::to_string(d) +
-                                " appears twice in one operation; list each device once");
-      seen[d] = true;
-    }
+  body_position current_body() const override {
+    if (running() != this) return {};
+    return {true, devices_.size(), index_};
+  }
+
+  std::string devices_summary() const override {
+    return "this MPI job has " + std::to_string(device_count()) + " ranks, so devices 0 to " +
+           std::to_string(device_count() - 1) + "; start it with more ranks (mpirun -np)";
   }
 
   // The communicator of a group: its members' ranks in group order, so that group rank j
   // is communicator rank j. Made on first use with MPI_Comm_create_group, which is
   // collective over the group only (MPI_Comm_split would need every rank, including ranks
   // outside a mesh that uses a subset of them), and kept: never made per call.
+  // (backend::check_group has checked the group: the caller is its member `rank`, and every
+  // member is a device of the current run, once.)
   MPI_Comm group_comm(const collective_group& g) {
-    if (running() != this)
-      throw usage_error(
-          "typeshard: a collective was called outside a per-device function; call it on "
-          "local blocks inside ts::shard_map (or a backend run() body)");
-    if (g.rank >= g.size() || g.members[g.rank] != index_)
-      throw usage_error("typeshard: internal: collective group rank " + std::to_string(g.rank) +
-                        " does not name the calling device");
     ranks_.clear();
-    for (std::size_t m : g.members) {
-      if (m >= devices_.size())
-        throw usage_error("typeshard: internal: collective group member " + std::to_string(m) +
-                          " is not part of the run");
-      ranks_.push_back(static_cast<int>(devices_[m]));
-    }
+    for (std::size_t m : g.members) ranks_.push_back(static_cast<int>(devices_[m]));
     auto it = comms_.find(ranks_);
     if (it != comms_.end()) return it->second;
     MPI_Group members = MPI_GROUP_NULL;
@@ -476,53 +432,26 @@ class mpi_devices final : public backend {
                                     MPI_UINT64_T, c),
                       "MPI_Allgather");
     for (std::uint64_t s : gathered_)
-      if (s != signature)
-        throw usage_error(
-            "typeshard: the devices of a collective group called different collectives (or "
-            "the same with different sizes or element types); every device must call the "
-            "same collectives in the same order");
+      if (s != signature) throw_signature_mismatch();
   }
 
-  void verify_permutation(MPI_Comm c, const collective_group& g, element_type t,
+  void verify_permutation(MPI_Comm c, const collective_group& g, std::uint64_t signature,
                           std::size_t send_count, std::size_t send_to, std::size_t recv_count,
                           std::size_t recv_from) {
-    const std::array<std::uint64_t, 3> mine{detail::mpi_signature({5, code(t)}), send_to,
-                                            send_count};
+    const std::array<std::uint64_t, 3> mine{signature, send_to, send_count};
     gathered_.resize(3 * g.size());
     detail::mpi_check(MPI_Allgather(mine.data(), 3, MPI_UINT64_T, gathered_.data(), 3,
                                     MPI_UINT64_T, c),
                       "MPI_Allgather");
     for (std::size_t j = 0; j < g.size(); ++j) {
-      if (gathered_[3 * j] != mine[0])
-        throw usage_error(
-            "typeshard: the devices of a collective group called different collectives (or "
-            "the same with different sizes or element types); every device must call the "
-            "same collectives in the same order");
+      if (gathered_[3 * j] != mine[0]) throw_signature_mismatch();
       if (gathered_[3 * j + 1] == g.rank && j != recv_from)
-        throw usage_error("typeshard: ppermute: member " + std::to_string(j) +
-                          " sends to member " + std::to_string(g.rank) +
-                          ", which receives from " +
-                          (recv_from == no_peer ? std::string("nobody")
-                                                : "member " + std::to_string(recv_from)) +
-                          "; give a permutation (each member sends to one and receives "
-                          "from one)");
+        throw_not_a_permutation(j, g.rank, recv_from);
     }
     if (recv_from != no_peer && (gathered_[3 * recv_from + 1] != g.rank ||
                                  gathered_[3 * recv_from + 2] != recv_count))
-      throw usage_error("typeshard: ppermute: member " + std::to_string(g.rank) + " expects " +
-                        std::to_string(recv_count) + " elements from member " +
-                        std::to_string(recv_from) + ", which sends " +
-                        std::to_string(gathered_[3 * recv_from + 2]) + " to member " +
-                        std::to_string(gathered_[3 * recv_from + 1]) +
-                        "; senders and receivers must agree");
-  }
-
-  static void check_counts(const collective_group& g, std::span<const std::size_t> counts,
-                           const char* what) {
-    if (counts.size() != g.size())
-      throw usage_error(std::string("typeshard: internal: ") + what + " got " +
-                        std::to_string(counts.size()) + " counts for a group of " +
-                        std::to_string(g.size()));
+      throw_permute_count_mismatch(g.rank, recv_count, recv_from,
+                                   gathered_[3 * recv_from + 2], gathered_[3 * recv_from + 1]);
   }
 
   static std::size_t sum(std::span<const std::size_t> counts) {
@@ -534,9 +463,6 @@ class mpi_devices final : public backend {
     for (std::size_t c : counts)
       if (c != counts[0]) return false;
     return true;
-  }
-  static std::size_t code(element_type t) {
-    return static_cast<std::size_t>(t.kind) * 1024 + t.size;
   }
   static int count(std::size_t n) { return detail::mpi_count(n, "a collective"); }
 

@@ -14,11 +14,9 @@
 #include <string>
 #include <type_traits>
 
+#include "../config.hpp"
 #include "../errors.hpp"
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 namespace typeshard::detail {
 
@@ -50,29 +48,8 @@ inline constexpr std::size_t mapped_block_bytes = std::size_t{32} << 20;
 
 // The system's side of a block: a mapping of its own for large blocks (see above), else
 // aligned operator new.
-inline void* system_allocate_block(std::size_t bytes) {
-#if defined(TYPESHARD_DETAIL_MAPPED_BLOCKS)
-  if (bytes >= mapped_block_bytes) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-#if defined(MADV_HUGEPAGE)
-    (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: the kernel may decline
-#endif
-    return p;
-  }
-#endif
-  return ::operator new[](bytes, std::align_val_t{shard_alignment});
-}
-
-inline void system_free_block(void* p, [[maybe_unused]] std::size_t bytes) noexcept {
-#if defined(TYPESHARD_DETAIL_MAPPED_BLOCKS)
-  if (bytes >= mapped_block_bytes) {
-    ::munmap(p, bytes);
-    return;
-  }
-#endif
-  ::operator delete[](p, std::align_val_t{shard_alignment});
-}
+TYPESHARD_RUNTIME_DECL void* system_allocate_block(std::size_t bytes);
+TYPESHARD_RUNTIME_DECL void system_free_block(void* p, std::size_t bytes) noexcept;
 
 // block_pool: freed blocks of 1 MiB and more, kept (up to 1 GiB in all) and handed out again
 // for an allocation of the same size, as XLA's and PyTorch's allocators do. A sharded
@@ -98,57 +75,18 @@ class block_pool {
   block_pool(const block_pool&) = delete;
   block_pool& operator=(const block_pool&) = delete;
 
-  static block_pool& instance() {
-    static block_pool* pool = new block_pool;
-    return *pool;
-  }
+  // The process's pool.
+  TYPESHARD_RUNTIME_DECL static block_pool& instance();
 
   // The most recently kept block of exactly `bytes` (its pages the likeliest still in
   // cache), or nullptr.
-  void* take(std::size_t bytes) {
-    std::lock_guard lock(mutex_);
-    const auto [first, last] = by_size_.equal_range(bytes);
-    if (first == last) return nullptr;
-    const auto newest = std::prev(last);
-    const auto entry = newest->second;
-    void* p = entry->pointer;
-    by_size_.erase(newest);
-    by_age_.erase(entry);
-    kept_ -= bytes;
-    return p;
-  }
+  TYPESHARD_RUNTIME_DECL void* take(std::size_t bytes);
 
   // Keeps the block, giving the oldest kept blocks back to the system to make room; false
   // (the caller must free it) if the block alone is larger than the pool.
-  bool keep(void* p, std::size_t bytes) noexcept {
-    if (bytes > max_kept_) return false;
-    try {
-      std::lock_guard lock(mutex_);
-      while (kept_ + bytes > max_kept_) {
-        const kept_block oldest = by_age_.front();
-        by_size_.erase(oldest.index);
-        by_age_.pop_front();
-        kept_ -= oldest.bytes;
-        system_free_block(oldest.pointer, oldest.bytes);
-      }
-      by_age_.push_back({p, bytes, {}});
-      try {
-        by_age_.back().index = by_size_.emplace(bytes, std::prev(by_age_.end()));
-      } catch (...) {
-        by_age_.pop_back();
-        throw;
-      }
-      kept_ += bytes;
-      return true;
-    } catch (...) {  // no memory for the pool's own nodes: free the block instead
-      return false;
-    }
-  }
+  TYPESHARD_RUNTIME_DECL bool keep(void* p, std::size_t bytes) noexcept;
 
-  std::size_t kept_bytes() const {
-    std::lock_guard lock(mutex_);
-    return kept_;
-  }
+  TYPESHARD_RUNTIME_DECL std::size_t kept_bytes() const;
 
  private:
   struct kept_block;
@@ -167,20 +105,10 @@ class block_pool {
   std::size_t max_kept_;
 };
 
-inline void* allocate_block(std::size_t bytes) {
-#if !defined(TYPESHARD_DETAIL_ASAN)
-  if (bytes >= block_pool::min_bytes)
-    if (void* p = block_pool::instance().take(bytes)) return p;
-#endif
-  return system_allocate_block(bytes);
-}
-
-inline void free_block(void* p, std::size_t bytes) {
-#if !defined(TYPESHARD_DETAIL_ASAN)
-  if (bytes >= block_pool::min_bytes && block_pool::instance().keep(p, bytes)) return;
-#endif
-  system_free_block(p, bytes);
-}
+// A block of `bytes` for a shard (from the pool when it holds one of that size), and its
+// release (into the pool, or back to the system).
+TYPESHARD_RUNTIME_DECL void* allocate_block(std::size_t bytes);
+TYPESHARD_RUNTIME_DECL void free_block(void* p, std::size_t bytes);
 
 // buffer<T>: n elements, 64-byte aligned, uninitialised until written. Allocated by the
 // device that owns it (inside that device's function), so its pages are first touched
@@ -224,3 +152,7 @@ class buffer {
 };
 
 }  // namespace typeshard::detail
+
+#if !defined(TYPESHARD_SEPARATE_COMPILATION)
+#include "impl/buffer.ipp"
+#endif

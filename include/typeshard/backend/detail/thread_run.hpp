@@ -1,0 +1,148 @@
+// typeshard/backend/detail/thread_run.hpp: the shared state of one multi-device operation
+// on the thread pool (cpu_devices): the rendezvous of each collective group and the
+// accounting that turns a would-be hang into an error. Internal: do not rely on anything in
+// detail/. Only the thread pool's implementation (impl/threads.ipp) includes it.
+#pragma once
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "../../errors.hpp"
+#include "../backend.hpp"
+
+namespace typeshard::detail {
+
+// The rendezvous of one collective group within a run: how many members arrived in the
+// current phase, and what each member passed to the current collective.
+struct thread_group {
+  struct call {
+    const void* send = nullptr;
+    void* recv = nullptr;
+    std::uint64_t signature = 0;  // the arguments every member must agree on, hashed
+    std::size_t peer = 0;         // permute: the member this one sends to
+    std::size_t count = 0;        // permute: how many elements it sends
+  };
+
+  explicit thread_group(std::size_t members) : size(members), calls(members) {}
+
+  std::size_t size;
+  std::size_t arrived = 0;
+  std::size_t phase = 0;
+  std::condition_variable released;
+  std::vector<call> calls;
+};
+
+// Orders member lists lexicographically; transparent, so a lookup by span allocates nothing.
+struct members_less {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+};
+
+// The shared state of one multi-device operation on the thread pool: the devices taking
+// part, one rendezvous per collective group (made the first time the group meets), and
+// the accounting that turns a would-be hang into an error.
+//
+// Every barrier of every group goes through one mutex, which keeps an exact count of the
+// devices blocked in a barrier and of those whose function returned. When a device is
+// about to block and every other device is blocked or finished, nobody can release it:
+// the devices called collectives over different groups in different orders, or one
+// skipped a collective the others wait in. The run is then aborted with a usage_error
+// instead of hanging (an MPI job would hang). abort() releases every member waiting in an
+// abortable barrier, now or later.
+class thread_run {
+ public:
+  explicit thread_run(std::span<const device_id> devs) : devices(devs) {}
+
+  std::span<const device_id> devices;
+
+  thread_group& group(std::span<const std::size_t> members) {
+    std::lock_guard lock(mutex_);
+    auto it = groups_.find(members);
+    if (it == groups_.end())
+      it = groups_
+               .emplace(std::vector<std::size_t>(members.begin(), members.end()),
+                        std::make_unique<thread_group>(members.size()))
+               .first;
+    return *it->second;
+  }
+
+  // Blocks until every member of g arrived at this phase. An abortable wait throws
+  // collective_aborted when the run is aborted first (usage_error when the abort was a
+  // detected deadlock); the other kind waits for its members whatever happens, for a
+  // phase every member is certain to reach.
+  void arrive_and_wait(thread_group& g, bool abortable) {
+    std::unique_lock lock(mutex_);
+    if (abortable && aborted_) throw_aborted();
+    const std::size_t phase = g.phase;
+    if (++g.arrived == g.size) {
+      g.arrived = 0;
+      ++g.phase;
+      blocked_ -= g.size - 1;  // its waiters are runnable again from this moment
+      g.released.notify_all();
+      return;
+    }
+    ++blocked_;
+    check_deadlock_locked();
+    g.released.wait(lock, [&] { return g.phase != phase || (abortable && aborted_); });
+    if (g.phase == phase) {
+      --blocked_;
+      throw_aborted();
+    }
+  }
+
+  // A device's function returned or threw: it will not arrive anywhere any more.
+  void finished() {
+    std::lock_guard lock(mutex_);
+    ++finished_;
+    check_deadlock_locked();
+  }
+
+  void abort() {
+    std::lock_guard lock(mutex_);
+    abort_locked();
+  }
+
+ private:
+  // Nobody left to release the blocked devices. (After an abort for another reason the
+  // waiters are on their way out already.)
+  void check_deadlock_locked() {
+    if (!aborted_ && blocked_ != 0 && blocked_ + finished_ == devices.size()) {
+      deadlocked_ = true;
+      abort_locked();
+    }
+  }
+
+  void abort_locked() {
+    aborted_ = true;
+    for (auto& [members, g] : groups_) g->released.notify_all();
+  }
+
+  [[noreturn]] void throw_aborted() const {
+    if (deadlocked_)
+      throw usage_error(
+          "typeshard: deadlock: every device still running waits in a collective that cannot "
+          "complete (the devices called collectives over different groups in different "
+          "orders, or some skipped a collective the others wait in); every device must call "
+          "the same collectives in the same order");
+    throw collective_aborted();
+  }
+
+  std::mutex mutex_;
+  bool aborted_ = false;
+  bool deadlocked_ = false;
+  std::size_t blocked_ = 0;   // devices waiting in a barrier
+  std::size_t finished_ = 0;  // devices whose function returned or threw
+  std::map<std::vector<std::size_t>, std::unique_ptr<thread_group>, members_less> groups_;
+};
+
+}  // namespace typeshard::detail

@@ -1,0 +1,177 @@
+// typeshard/backend/impl/backend.ipp: the checks every backend's operations share.
+// Included by backend.hpp (header-only) or compiled once into typeshard::runtime.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "../../errors.hpp"
+#include "../backend.hpp"
+#include "../detail/reduce_kernels.hpp"
+
+namespace typeshard {
+
+namespace detail {
+
+// A hash of the arguments all members of a collective must agree on (FNV-1a over the
+// words). The first word names the collective.
+inline std::uint64_t collective_signature(std::initializer_list<std::size_t> words,
+                                          std::span<const std::size_t> more = {}) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](std::size_t w) { h = (h ^ static_cast<std::uint64_t>(w)) * 1099511628211ull; };
+  for (std::size_t w : words) mix(w);
+  for (std::size_t w : more) mix(w);
+  return h;
+}
+
+inline std::size_t signature_code(element_type t) {
+  return static_cast<std::size_t>(t.kind) * 1024 + t.size;
+}
+
+inline void check_counts(const collective_group& g, std::span<const std::size_t> counts,
+                         const char* what) {
+  if (counts.size() != g.size())
+    throw usage_error(std::string("typeshard: internal: ") + what + " got " +
+                      std::to_string(counts.size()) + " counts for a group of " +
+                      std::to_string(g.size()));
+}
+
+}  // namespace detail
+
+TYPESHARD_RUNTIME_DECL void backend::run(std::span<const device_id> devices,
+                                         detail::function_ref<void(std::size_t)> body) {
+  if (current_body().inside)
+    throw usage_error(
+        "typeshard: a multi-device operation was started from inside a per-device "
+        "function; per-device code may only use local blocks and collectives: move the "
+        "operation out of the function");
+  check_devices(devices);
+  do_run(devices, body);
+}
+
+TYPESHARD_RUNTIME_DECL void backend::all_gather(const collective_group& g, element_type t,
+                                                const void* send, void* recv, std::size_t rows,
+                                                std::span<const std::size_t> counts) {
+  check_group(g);
+  detail::check_counts(g, counts, "all_gather");
+  do_all_gather(g, t, send, recv, rows, counts,
+                detail::collective_signature({1, detail::signature_code(t), rows}, counts));
+}
+
+TYPESHARD_RUNTIME_DECL void backend::reduce_scatter(const collective_group& g, element_type t,
+                                                    reduce_op op, const void* send, void* recv,
+                                                    std::size_t rows,
+                                                    std::span<const std::size_t> counts) {
+  check_group(g);
+  detail::check_reducible(t, op);
+  detail::check_counts(g, counts, "reduce_scatter");
+  const std::size_t o = static_cast<std::size_t>(op);
+  do_reduce_scatter(
+      g, t, op, send, recv, rows, counts,
+      detail::collective_signature({2, detail::signature_code(t), o, rows}, counts));
+}
+
+TYPESHARD_RUNTIME_DECL void backend::all_reduce(const collective_group& g, element_type t,
+                                                reduce_op op, const void* send, void* recv,
+                                                std::size_t count) {
+  check_group(g);
+  detail::check_reducible(t, op);
+  const std::size_t o = static_cast<std::size_t>(op);
+  do_all_reduce(g, t, op, send, recv, count,
+                detail::collective_signature({3, detail::signature_code(t), o, count}));
+}
+
+TYPESHARD_RUNTIME_DECL void backend::all_to_all(const collective_group& g, element_type t,
+                                                const void* send, void* recv,
+                                                const strided_pieces& send_pieces,
+                                                const strided_pieces& recv_pieces) {
+  check_group(g);
+  if (send_pieces.elements() != recv_pieces.elements())
+    throw usage_error("typeshard: internal: all_to_all pieces of " +
+                      std::to_string(send_pieces.elements()) + " and " +
+                      std::to_string(recv_pieces.elements()) + " elements");
+  do_all_to_all(g, t, send, recv, send_pieces, recv_pieces,
+                detail::collective_signature(
+                    {4, detail::signature_code(t), send_pieces.elements()}));
+}
+
+TYPESHARD_RUNTIME_DECL void backend::permute(const collective_group& g, element_type t,
+                                             const void* send, std::size_t send_count,
+                                             std::size_t send_to, void* recv,
+                                             std::size_t recv_count, std::size_t recv_from) {
+  check_group(g);
+  if ((send_to != no_peer && send_to >= g.size()) ||
+      (recv_from != no_peer && recv_from >= g.size()))
+    throw usage_error("typeshard: permute: a peer rank is outside the group of " +
+                      std::to_string(g.size()) + " members");
+  do_permute(g, t, send, send_count, send_to, recv, recv_count, recv_from,
+             detail::collective_signature({5, detail::signature_code(t)}));
+}
+
+TYPESHARD_RUNTIME_DECL void backend::throw_signature_mismatch() {
+  throw usage_error(
+      "typeshard: the devices of a collective group called different collectives (or the "
+      "same with different sizes or element types); every device must call the same "
+      "collectives in the same order");
+}
+
+TYPESHARD_RUNTIME_DECL void backend::throw_not_a_permutation(std::size_t sender,
+                                                             std::size_t receiver,
+                                                             std::size_t receiver_source) {
+  throw usage_error("typeshard: ppermute: member " + std::to_string(sender) +
+                    " sends to member " + std::to_string(receiver) + ", which receives from " +
+                    (receiver_source == no_peer ? std::string("nobody")
+                                                : "member " + std::to_string(receiver_source)) +
+                    "; give a permutation (each member sends to one and receives from one)");
+}
+
+TYPESHARD_RUNTIME_DECL void backend::throw_permute_count_mismatch(std::size_t receiver,
+                                                                  std::size_t expected,
+                                                                  std::size_t sender,
+                                                                  std::size_t sent,
+                                                                  std::size_t sent_to) {
+  throw usage_error("typeshard: ppermute: member " + std::to_string(receiver) + " expects " +
+                    std::to_string(expected) + " elements from member " +
+                    std::to_string(sender) + ", which sends " + std::to_string(sent) +
+                    (sent_to == no_peer ? std::string()
+                                        : " to member " + std::to_string(sent_to)) +
+                    "; senders and receivers must agree");
+}
+
+TYPESHARD_RUNTIME_DECL void backend::check_devices(std::span<const device_id> devices) const {
+  const std::size_t n = device_count();
+  std::vector<bool> seen(n, false);
+  for (device_id d : devices) {
+    if (d >= n)
+      throw device_mesh_error("typeshard: device " + std::to_string(d) +
+                              " does not exist: " + devices_summary());
+    if (seen[d])
+      throw device_mesh_error("typeshard: device " + std::to_string(d) +
+                              " appears twice in one operation; list each device once");
+    seen[d] = true;
+  }
+}
+
+TYPESHARD_RUNTIME_DECL void backend::check_group(const collective_group& g) const {
+  const body_position here = current_body();
+  if (!here.inside)
+    throw usage_error(
+        "typeshard: a collective was called outside a per-device function; call it on "
+        "local blocks inside ts::shard_map (or a backend run() body)");
+  if (g.rank >= g.size() || g.members[g.rank] != here.index)
+    throw usage_error("typeshard: internal: collective group rank " + std::to_string(g.rank) +
+                      " does not name the calling device");
+  for (std::size_t a = 0; a < g.size(); ++a) {
+    if (g.members[a] >= here.run_size)
+      throw usage_error("typeshard: internal: collective group member " +
+                        std::to_string(g.members[a]) + " is not part of the run");
+    for (std::size_t b = 0; b < a; ++b)  // a repeated member would wait for itself
+      if (g.members[a] == g.members[b])
+        throw usage_error("typeshard: internal: collective group member " +
+                          std::to_string(g.members[a]) + " appears twice");
+  }
+}
+
+}  // namespace typeshard

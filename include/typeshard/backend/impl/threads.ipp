@@ -1,0 +1,326 @@
+// typeshard/backend/impl/threads.ipp: the thread pool's implementation (see threads.hpp).
+// Included by threads.hpp (header-only) or compiled once into typeshard::runtime.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "../../errors.hpp"
+#include "../detail/reduce_kernels.hpp"
+#include "../detail/stream_copy.hpp"
+#include "../detail/thread_run.hpp"
+#include "../threads.hpp"
+
+namespace typeshard {
+
+namespace detail {
+
+TYPESHARD_RUNTIME_DECL thread_device_context& current_thread_device() {
+  thread_local thread_device_context context;
+  return context;
+}
+
+// The reductions' unit of work: small enough to stay in L1 while inputs stream past.
+inline constexpr std::size_t thread_chunk_bytes = 8192;
+inline std::size_t thread_chunk_elements(element_type t) {
+  return t.size >= thread_chunk_bytes ? 1 : thread_chunk_bytes / t.size;
+}
+
+inline std::size_t sum_of(std::span<const std::size_t> counts) {
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  return total;
+}
+
+// Copies piece `send_member` of a send layout to piece `recv_member` of a receive layout.
+// The two may cut the same elements into runs of different lengths.
+inline void copy_piece(element_type t, const unsigned char* src, const strided_pieces& sp,
+                       std::size_t send_member, unsigned char* dst, const strided_pieces& rp,
+                       std::size_t recv_member) {
+  const std::size_t total = sp.elements();
+  if (total == 0) return;  // src and dst may be null: no pointer arithmetic on them
+  const unsigned char* s_base = src + send_member * sp.member_stride * t.size;
+  unsigned char* d_base = dst + recv_member * rp.member_stride * t.size;
+  std::size_t s_row = 0, s_col = 0, d_row = 0, d_col = 0;
+  for (std::size_t done = 0; done < total;) {
+    const std::size_t n = std::min(sp.run - s_col, rp.run - d_col);
+    std::memcpy(d_base + (d_row * rp.stride + d_col) * t.size,
+                s_base + (s_row * sp.stride + s_col) * t.size, n * t.size);
+    done += n;
+    if ((s_col += n) == sp.run) s_col = 0, ++s_row;
+    if ((d_col += n) == rp.run) d_col = 0, ++d_row;
+  }
+}
+
+// A device that failed on its own is reported before one that was only released from
+// a collective because of it.
+inline void rethrow_first_failure(std::span<const device_id> devices,
+                                  const std::vector<std::exception_ptr>& failures) {
+  std::size_t chosen = failures.size();
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    if (!failures[i]) continue;
+    if (chosen == failures.size()) chosen = i;
+    try {
+      std::rethrow_exception(failures[i]);
+    } catch (const collective_aborted&) {
+      continue;
+    } catch (...) {
+      chosen = i;
+      break;
+    }
+  }
+  if (chosen == failures.size()) return;
+  // Thrown from inside the handler, so device_error's nested_exception holds the original.
+  const std::string where =
+      "typeshard: the function running on device " + std::to_string(devices[chosen]) + " threw: ";
+  try {
+    std::rethrow_exception(failures[chosen]);
+  } catch (const std::exception& e) {
+    throw device_error(devices[chosen], where + e.what(), failures[chosen]);
+  } catch (...) {
+    throw device_error(devices[chosen], where + "an exception not derived from std::exception",
+                       failures[chosen]);
+  }
+}
+
+}  // namespace detail
+
+TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count) {
+  if (count == 0)
+    throw usage_error(
+        "typeshard: cpu_devices needs at least one device; pass the number of simulated "
+        "devices, for example ts::cpu_devices devices{8}");
+  workers_.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>());
+  for (std::size_t i = 0; i < count; ++i)
+    workers_[i]->thread = std::thread([this, i] { work(*workers_[i]); });
+}
+
+TYPESHARD_RUNTIME_DECL cpu_devices::~cpu_devices() {
+  std::lock_guard operation(run_mutex_);
+  for (auto& w : workers_) {
+    {
+      std::lock_guard lock(w->mutex);
+      w->stop = true;
+    }
+    w->wake.notify_one();
+  }
+  for (auto& w : workers_) w->thread.join();
+}
+
+TYPESHARD_RUNTIME_DECL backend::body_position cpu_devices::current_body() const {
+  const detail::thread_device_context& here = detail::current_thread_device();
+  if (here.run == nullptr) return {};
+  return {true, here.run->devices.size(), here.index};
+}
+
+TYPESHARD_RUNTIME_DECL std::string cpu_devices::devices_summary() const {
+  return "this cpu_devices has " + std::to_string(workers_.size()) + " devices (0 to " +
+         std::to_string(workers_.size() - 1) + ")";
+}
+
+TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_gather(const collective_group& g,
+                                                       element_type t, const void* send,
+                                                       void* recv, std::size_t rows,
+                                                       std::span<const std::size_t> counts,
+                                                       std::uint64_t signature) {
+  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+    // Pull: this member copies every member's pieces into its own output.
+    const std::size_t total = detail::sum_of(counts);
+    std::size_t offset = 0;
+    for (std::size_t j = 0; j < g.size(); ++j) {
+      const auto* src = static_cast<const unsigned char*>(calls[j].send);
+      auto* dst = static_cast<unsigned char*>(recv);
+      const std::size_t bytes = counts[j] * t.size;
+      if (bytes != 0)
+        for (std::size_t r = 0; r < rows; ++r)
+          std::memcpy(dst + (r * total + offset) * t.size, src + r * bytes, bytes);
+      offset += counts[j];
+    }
+  });
+}
+
+TYPESHARD_RUNTIME_DECL void cpu_devices::do_reduce_scatter(const collective_group& g,
+                                                           element_type t, reduce_op op,
+                                                           const void* send, void* recv,
+                                                           std::size_t rows,
+                                                           std::span<const std::size_t> counts,
+                                                           std::uint64_t signature) {
+  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+    // This member reduces its own piece of every row, chunk by chunk so the partial
+    // result stays in cache while the members' inputs stream past it.
+    const std::size_t total = detail::sum_of(counts);
+    const std::size_t chunk = detail::thread_chunk_elements(t);
+    std::size_t offset = 0;
+    for (std::size_t j = 0; j < g.rank; ++j) offset += counts[j];
+    const std::size_t mine = counts[g.rank];
+    if (mine == 0) return;  // nothing to reduce (rows may be huge when a piece is empty)
+    auto* dst = static_cast<unsigned char*>(recv);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < mine; c += chunk) {
+        const std::size_t n = std::min(chunk, mine - c);
+        unsigned char* out = dst + (r * mine + c) * t.size;
+        const std::size_t at = (r * total + offset + c) * t.size;
+        std::memcpy(out, static_cast<const unsigned char*>(calls[0].send) + at, n * t.size);
+        for (std::size_t j = 1; j < g.size(); ++j)
+          detail::reduce_into(t, out, static_cast<const unsigned char*>(calls[j].send) + at, n,
+                              op);
+      }
+  });
+}
+
+TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_reduce(const collective_group& g,
+                                                       element_type t, reduce_op op,
+                                                       const void* send, void* recv,
+                                                       std::size_t count,
+                                                       std::uint64_t signature) {
+  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+    // Member r reduces slice r of every input (in rank order, so every member gets the
+    // same bits) into a cache-sized scratch, then writes it to every member's output.
+    // Slice r is read and written by member r alone, so send == recv is safe.
+    const std::size_t n = g.size();
+    const std::size_t per = (count + n - 1) / n;
+    const std::size_t begin = std::min(count, g.rank * per);
+    const std::size_t end = std::min(count, begin + per);
+    const std::size_t chunk = detail::thread_chunk_elements(t);
+    // Large outputs are written with streaming stores (detail/stream_copy.hpp).
+    const bool stream = count * t.size >= detail::stream_threshold_bytes;
+    alignas(64) unsigned char scratch[detail::thread_chunk_bytes];
+    for (std::size_t c = begin; c < end; c += chunk) {
+      const std::size_t len = std::min(chunk, end - c);
+      const std::size_t at = c * t.size;
+      std::memcpy(scratch, static_cast<const unsigned char*>(calls[0].send) + at, len * t.size);
+      for (std::size_t j = 1; j < n; ++j)
+        detail::reduce_into(t, scratch, static_cast<const unsigned char*>(calls[j].send) + at,
+                            len, op);
+      for (std::size_t j = 0; j < n; ++j) {
+        unsigned char* out = static_cast<unsigned char*>(calls[j].recv) + at;
+        if (stream)
+          detail::stream_copy(out, scratch, len * t.size);
+        else
+          std::memcpy(out, scratch, len * t.size);
+      }
+    }
+    if (stream) detail::stream_fence();
+  });
+}
+
+TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_to_all(const collective_group& g,
+                                                       element_type t, const void* send,
+                                                       void* recv,
+                                                       const strided_pieces& send_pieces,
+                                                       const strided_pieces& recv_pieces,
+                                                       std::uint64_t signature) {
+  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+    // Pull: this member (r) copies piece r of every member i's input to its piece i.
+    for (std::size_t i = 0; i < g.size(); ++i)
+      detail::copy_piece(t, static_cast<const unsigned char*>(calls[i].send), send_pieces,
+                         g.rank, static_cast<unsigned char*>(recv), recv_pieces, i);
+  });
+}
+
+TYPESHARD_RUNTIME_DECL void cpu_devices::do_permute(const collective_group& g, element_type t,
+                                                    const void* send, std::size_t send_count,
+                                                    std::size_t send_to, void* recv,
+                                                    std::size_t recv_count,
+                                                    std::size_t recv_from,
+                                                    std::uint64_t signature) {
+  collective(g, signature, send, recv, {send_to, send_count},
+             [&](std::span<const detail::thread_group::call> calls) {
+    for (std::size_t j = 0; j < g.size(); ++j)
+      if (calls[j].peer == g.rank && j != recv_from) throw_not_a_permutation(j, g.rank, recv_from);
+    if (recv_from != no_peer &&
+        (calls[recv_from].peer != g.rank || calls[recv_from].count != recv_count))
+      throw_permute_count_mismatch(g.rank, recv_count, recv_from, calls[recv_from].count,
+                                   calls[recv_from].peer);
+    if (recv_count == 0) return;
+    if (recv_from == no_peer)
+      std::memset(recv, 0, recv_count * t.size);
+    else
+      std::memcpy(recv, calls[recv_from].send, recv_count * t.size);
+  });
+}
+
+TYPESHARD_RUNTIME_DECL void cpu_devices::do_run(std::span<const device_id> devices,
+                                                detail::function_ref<void(std::size_t)> body) {
+  std::lock_guard operation(run_mutex_);  // one multi-device operation at a time
+
+  detail::thread_run state(devices);
+  std::vector<std::exception_ptr> failures(devices.size());
+  std::size_t remaining = devices.size();
+  std::mutex done_mutex;
+  std::condition_variable done;
+
+  // Every task is made (which may allocate, and so throw) before any device starts: once
+  // one runs, run() must not leave before all have finished, for they use its locals.
+  std::vector<std::function<void()>> tasks;
+  tasks.reserve(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    tasks.emplace_back([&, i] {
+      detail::current_thread_device() = {&state, i};
+      try {
+        body(i);
+      } catch (...) {
+        failures[i] = std::current_exception();
+        state.abort();  // release the peers waiting for this device in a collective
+      }
+      state.finished();
+      detail::current_thread_device() = {};
+      std::lock_guard lock(done_mutex);
+      if (--remaining == 0) done.notify_one();
+    });
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    worker& w = *workers_[devices[i]];
+    {
+      std::lock_guard lock(w.mutex);
+      w.task = std::move(tasks[i]);  // noexcept
+    }
+    w.wake.notify_one();
+  }
+  {
+    std::unique_lock lock(done_mutex);
+    done.wait(lock, [&] { return remaining == 0; });
+  }
+  detail::rethrow_first_failure(devices, failures);
+}
+
+TYPESHARD_RUNTIME_DECL void cpu_devices::work(worker& w) {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock lock(w.mutex);
+      w.wake.wait(lock, [&] { return w.stop || w.task; });
+      if (w.stop) return;
+      task = std::move(w.task);
+      w.task = nullptr;
+    }
+    task();  // never throws: the task catches everything the body throws
+  }
+}
+
+template <class Work>
+void cpu_devices::collective(const collective_group& g, std::uint64_t signature,
+                             const void* send, void* recv, send_info info, Work&& work) {
+  // backend::check_group has checked that the caller is a member running in this run.
+  detail::thread_run& run = *detail::current_thread_device().run;
+  detail::thread_group& grp = run.group(g.members);
+  grp.calls[g.rank] = {send, recv, signature, info.peer, info.count};
+  run.arrive_and_wait(grp, true);
+  // Every member passed the first barrier, so every member reaches the second: it waits
+  // even if the run is aborted meanwhile, and a failure in this member's share is raised
+  // only after it, when no peer touches this member's buffers any more.
+  std::exception_ptr failed;
+  try {
+    for (std::size_t j = 0; j < g.size(); ++j)
+      if (grp.calls[j].signature != signature) throw_signature_mismatch();
+    work(std::span<const detail::thread_group::call>(grp.calls));
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  run.arrive_and_wait(grp, false);
+  if (failed) std::rethrow_exception(failed);
+}
+
+}  // namespace typeshard

@@ -1,0 +1,19 @@
+// src/typeshard_runtime.cpp: typeshard's separately compiled runtime (CMake target
+// typeshard::runtime). It compiles once what a header-only program compiles in every TU
+// that uses it: the backend interface's checks, the thread pool, the shard allocator.
+// See include/typeshard/config.hpp.
+//
+// Built by hand: g++ -std=c++20 -O2 -DTYPESHARD_SEPARATE_COMPILATION -Iinclude -c
+// src/typeshard_runtime.cpp, then compile every TU of the program with
+// -DTYPESHARD_SEPARATE_COMPILATION and link the object.
+#if !defined(TYPESHARD_SEPARATE_COMPILATION)
+#error "typeshard: src/typeshard_runtime.cpp is the separately compiled runtime: compile it, and every TU of the program, with -DTYPESHARD_SEPARATE_COMPILATION (or link typeshard::runtime)"
+#endif
+
+#include <typeshard/backend/backend.hpp>
+#include <typeshard/backend/threads.hpp>
+#include <typeshard/detail/buffer.hpp>
+
+#include <typeshard/backend/impl/backend.ipp>
+#include <typeshard/backend/impl/threads.ipp>
+#include <typeshard/detail/impl/buffer.ipp>
