@@ -47,36 +47,8 @@ inline void reduce_into(T* acc, const T* x, std::size_t n, reduce_op op) {
   }
 }
 
-inline const char* element_kind_name(element_kind k) {
-  switch (k) {
-    case element_kind::int8: return "int8";
-    case element_kind::uint8: return "uint8";
-    case element_kind::int16: return "int16";
-    case element_kind::uint16: return "uint16";
-    case element_kind::int32: return "int32";
-    case element_kind::uint32: return "uint32";
-    case element_kind::int64: return "int64";
-    case element_kind::uint64: return "uint64";
-    case element_kind::float32: return "float32";
-    case element_kind::float64: return "float64";
-    case element_kind::complex64: return "complex64";
-    case element_kind::complex128: return "complex128";
-    case element_kind::opaque: return "opaque";
-  }
-  return "?";
-}
-
-// Throws usage_error unless elements of type t can be reduced with op.
-inline void check_reducible(element_type t, reduce_op op) {
-  const bool complex = t.kind == element_kind::complex64 || t.kind == element_kind::complex128;
-  if (t.kind == element_kind::opaque || (complex && op != reduce_op::sum))
-    throw usage_error(std::string("typeshard: cannot reduce elements of type ") +
-                      element_kind_name(t.kind) + " with " +
-                      (op == reduce_op::sum ? "sum" : op == reduce_op::max ? "max" : "min") +
-                      "; reductions need arithmetic element types (complex: sum only)");
-}
-
-// acc[i] = op(acc[i], x[i]) for n elements of type t (check_reducible first).
+// acc[i] = op(acc[i], x[i]) for n elements of type t (which backend::all_reduce and
+// reduce_scatter have checked to be reducible with op).
 inline void reduce_into(element_type t, void* acc, const void* x, std::size_t n, reduce_op op) {
   switch (t.kind) {
     case element_kind::int8: return reduce_into(static_cast<std::int8_t*>(acc), static_cast<const std::int8_t*>(x), n, op);

@@ -9,7 +9,6 @@
 
 #include "../../errors.hpp"
 #include "../backend.hpp"
-#include "../detail/reduce_kernels.hpp"
 
 namespace typeshard {
 
@@ -28,6 +27,36 @@ inline std::uint64_t collective_signature(std::initializer_list<std::size_t> wor
 
 inline std::size_t signature_code(element_type t) {
   return static_cast<std::size_t>(t.kind) * 1024 + t.size;
+}
+
+// The element type's name, for messages.
+inline const char* element_kind_name(element_kind k) {
+  switch (k) {
+    case element_kind::int8: return "int8";
+    case element_kind::uint8: return "uint8";
+    case element_kind::int16: return "int16";
+    case element_kind::uint16: return "uint16";
+    case element_kind::int32: return "int32";
+    case element_kind::uint32: return "uint32";
+    case element_kind::int64: return "int64";
+    case element_kind::uint64: return "uint64";
+    case element_kind::float32: return "float32";
+    case element_kind::float64: return "float64";
+    case element_kind::complex64: return "complex64";
+    case element_kind::complex128: return "complex128";
+    case element_kind::opaque: return "opaque";
+  }
+  return "?";
+}
+
+// Throws usage_error unless elements of type t can be reduced with op.
+inline void check_reducible(element_type t, reduce_op op) {
+  const bool complex = t.kind == element_kind::complex64 || t.kind == element_kind::complex128;
+  if (t.kind == element_kind::opaque || (complex && op != reduce_op::sum))
+    throw usage_error(std::string("typeshard: cannot reduce elements of type ") +
+                      element_kind_name(t.kind) + " with " +
+                      (op == reduce_op::sum ? "sum" : op == reduce_op::max ? "max" : "min") +
+                      "; reductions need arithmetic element types (complex: sum only)");
 }
 
 inline void check_counts(const collective_group& g, std::span<const std::size_t> counts,
