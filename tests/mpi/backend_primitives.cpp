@@ -403,7 +403,8 @@ void all_primitives(ts::cpu_devices& threads, std::uint64_t seed, int trials) {
     const bool large = t == trials - 1;  // one round of messages past the eager limit
     for (const auto& axes : axis_sets) {
       INFO("seed " << seed << " trial " << t << " group axes " << axes[0]
-                   << (axes.size() > 1 ? " " + std::to_string(axes[1]) : std::string()));
+                   << (axes.size() > 1 ? " " : "")
+                   << (axes.size() > 1 ? std::to_string(axes[1]) : std::string()));
       all_gather_case<T, Mesh>(threads, axes, seed, ++call, rng, large);
       all_to_all_case<T, Mesh>(threads, axes, seed, ++call, rng, large);
       permute_case<T, Mesh>(threads, axes, seed, ++call, rng);

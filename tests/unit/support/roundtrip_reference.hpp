@@ -84,11 +84,13 @@ inline std::string describe_types(const ts::axis* axes, std::size_t mesh_rank,
                                   const ts::dim_spec* dims, std::size_t rank, const char* type) {
   std::string out = "mesh (";
   for (std::size_t i = 0; i < mesh_rank; ++i)
-    out += (i ? ", " : "") + std::string(axes[i].name.view()) + ": " + std::to_string(axes[i].size);
+    out.append(i ? ", " : "").append(axes[i].name.view()).append(": ").append(
+        std::to_string(axes[i].size));
   out += "), spec (";
   for (std::size_t d = 0; d < rank; ++d) {
     out += d ? ", [" : "[";
-    for (std::size_t a = 0; a < dims[d].count; ++a) out += (a ? " " : "") + std::string(dims[d].axes[a].view());
+    for (std::size_t a = 0; a < dims[d].count; ++a)
+      out.append(a ? " " : "").append(dims[d].axes[a].view());
     out += "]";
   }
   return out + "), " + type;
