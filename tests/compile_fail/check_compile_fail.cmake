@@ -2,7 +2,7 @@
 #
 #   cmake -DBUILD_DIR=<build tree> -DTARGET=cf_<stem> -DSOURCE=<file.cpp>
 #         [-DOBJECT=<object file>] [-DCONFIG=<config>] [-DMAX_ERRORS=3]
-#         -P check_compile_fail.cmake
+#         [-DCOMPILE_COMMANDS=<compile_commands.json>] -P check_compile_fail.cmake
 #
 # Builds TARGET (SOURCE compiled with -DTYPESHARD_COMPILE_FAIL=1) and succeeds only if
 #   1. the build fails,
@@ -35,15 +35,39 @@ string(STRIP "${_expect}" _expect)
 if(DEFINED OBJECT AND NOT "${OBJECT}" STREQUAL "" AND EXISTS "${OBJECT}")
   file(REMOVE "${OBJECT}")
 endif()
-set(_config_args "")
-if(DEFINED CONFIG AND NOT "${CONFIG}" STREQUAL "")
-  set(_config_args --config "${CONFIG}")
+# With COMPILE_COMMANDS (the build tree's compile_commands.json), the compiler is run
+# directly, with the command the build system would run for TARGET: no build tool runs in the
+# build tree, so these tests need no lock and run in parallel. Otherwise the target is built
+# with `cmake --build` (and the test holds the build tree's lock).
+set(_command "")
+if(DEFINED COMPILE_COMMANDS AND EXISTS "${COMPILE_COMMANDS}")
+  file(READ "${COMPILE_COMMANDS}" _db)
+  string(JSON _n LENGTH "${_db}")
+  math(EXPR _last "${_n} - 1")
+  foreach(_i RANGE ${_last})
+    string(JSON _cmd GET "${_db}" ${_i} command)
+    if(_cmd MATCHES "/${TARGET}\\.dir/")
+      string(JSON _dir GET "${_db}" ${_i} directory)
+      separate_arguments(_command UNIX_COMMAND "${_cmd}")
+      break()
+    endif()
+  endforeach()
+  if(_command STREQUAL "")
+    message(FATAL_ERROR "${_name}: no compile command for ${TARGET} in ${COMPILE_COMMANDS}")
+  endif()
+  execute_process(COMMAND ${_command} WORKING_DIRECTORY "${_dir}"
+                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+else()
+  set(_config_args "")
+  if(DEFINED CONFIG AND NOT "${CONFIG}" STREQUAL "")
+    set(_config_args --config "${CONFIG}")
+  endif()
+  execute_process(
+    COMMAND "${CMAKE_COMMAND}" --build "${BUILD_DIR}" --target "${TARGET}" ${_config_args}
+    RESULT_VARIABLE _rc
+    OUTPUT_VARIABLE _out
+    ERROR_VARIABLE _out)
 endif()
-execute_process(
-  COMMAND "${CMAKE_COMMAND}" --build "${BUILD_DIR}" --target "${TARGET}" ${_config_args}
-  RESULT_VARIABLE _rc
-  OUTPUT_VARIABLE _out
-  ERROR_VARIABLE _out)
 
 # --- read the diagnostics -------------------------------------------------------------------
 string(ASCII 27 _esc)
