@@ -34,7 +34,7 @@
 #include "detail/function_ref.hpp"
 #include "detail/reduce_kernels.hpp"
 #include "detail/stream_copy.hpp"
-#include "../errors.hpp"
+#include "../core/errors.hpp"
 #include "backend.hpp"
 
 namespace typeshard {

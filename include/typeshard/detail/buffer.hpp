@@ -14,7 +14,7 @@
 #include <string>
 #include <type_traits>
 
-#include "../errors.hpp"
+#include "../core/errors.hpp"
 
 #if defined(__linux__)
 #include <sys/mman.h>

@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "../backend.hpp"
-#include "../../errors.hpp"
+#include "../../core/errors.hpp"
 
 namespace typeshard::detail {
 

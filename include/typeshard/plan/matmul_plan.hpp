@@ -1,0 +1,518 @@
+// typeshard/plan/matmul_plan.hpp: the compile-time plan of a sharded matmul (DESIGN rule 2).
+//
+//   using plan = ts::matmul_plan<mesh_2x2, ts::spec<ts::none, "x">, ts::spec<ts::none, ts::none>>;
+//   static_assert(std::is_same_v<plan::out_spec, ts::spec<ts::none, ts::none>>);
+//   static_assert(plan::steps[0].kind == ts::matmul_step_kind::all_gather);
+//   static_assert(!ts::communication_free<plan>);
+//   plan::describe();   // "all_gather(lhs, dim 1, over x); local gemm"
+//
+// C[..., I, K] = A[..., I, J] . B[..., J, K]: both operands have the same rank >= 2 and
+// the leading dimensions are batch dimensions, sharded alike in both. The plan says which
+// collectives run on which operand, the local GEMM, and the reduction of the partial sums;
+// how the choice is made (by DESIGN's case rules without an output spec, by bytes moved
+// per device with one) is documented in detail/matmul_planner.hpp.
+//
+//   matmul_plan<Mesh, LhsSpec, RhsSpec,
+//               OutSpec    = ts::auto_out,          // or the output sharding you want
+//               LhsExtents = ts::dextents<rank>,    // rank: the longer spec, at least 2
+//               RhsExtents = LhsExtents,
+//               T          = float,                 // element type, for the byte counts
+//               LhsUnreduced = ts::unreduced<>,     // operands that are partial sums (rule 3:
+//               RhsUnreduced = ts::unreduced<>>     //   matmul is linear in each operand)
+//
+// Members: lhs_spec / rhs_spec (the operands as given), lhs_gemm_spec / rhs_gemm_spec (what
+// the local GEMM reads), local_spec and local_unreduced (the local product), out_spec and
+// out_unreduced (the result), steps (std::array<matmul_step, N>, in order), describe(),
+// communicates, collectives, bytes_per_device / flops_per_device (static extents),
+// bytes_moved(lhs_shape, rhs_shape) (any extents). ts::communication_free<plan> holds when
+// no collective runs.
+//
+// Compile-time vocabulary only: no runtime header is included.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../core/detail/diagnose.hpp"
+#include "detail/matmul_planner.hpp"
+#include "../core/detail/spec_layout.hpp"
+#include "../core/extents.hpp"
+#include "../core/mesh.hpp"
+#include "reshard_plan.hpp"
+#include "../core/spec.hpp"
+#include "../core/unreduced.hpp"
+
+namespace typeshard {
+
+// auto_out: ts::matmul without a named output spec (the result's sharding follows from the
+// operands', and may be unreduced).
+struct auto_out {};
+
+namespace diagnostic {
+
+// ---- rule 2: matmul ------------------------------------------------------------------
+template <class LhsMesh, class RhsMesh>
+struct matmul_meshes_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<LhsMesh, RhsMesh>,
+                  "typeshard: rule 2 (matmul): the operands live on different mesh types; fix: "
+                  "put both arrays on the same mesh");
+    return true;
+  }
+};
+
+template <class LhsElement, class RhsElement>
+struct matmul_element_types_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<LhsElement, RhsElement>,
+                  "typeshard: rule 2 (matmul): the operands have different element types; fix: "
+                  "convert one (ts::map(x, [](auto v) { return float(v); })) so both match");
+    return true;
+  }
+};
+
+template <class Element>
+struct matmul_element_not_float_or_double {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<Element>,
+                  "typeshard: rule 2 (matmul): the per-shard GEMM supports float and double "
+                  "elements; fix: convert the operands, or write the product per shard with "
+                  "ts::shard_map");
+    return true;
+  }
+};
+
+template <std::size_t LhsRank, std::size_t RhsRank>
+struct matmul_ranks_unsupported {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<LhsRank, RhsRank>,
+                  "typeshard: rule 2 (matmul): the operands need the same rank, at least 2 "
+                  "(A[..., I, J] . B[..., J, K], the leading dimensions being batch "
+                  "dimensions); fix: reshape the operands so both are matrices or both are "
+                  "batches of matrices with the same batch dimensions");
+    return true;
+  }
+};
+
+template <char... Axis>
+struct matmul_out_spec_not_on_mesh {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_chars<Axis...>,
+                  "typeshard: rule 2 (matmul): the output spec names an axis the operands' mesh "
+                  "does not have (a spec written for another mesh?); fix: name the output "
+                  "sharding with the axes of the operands' mesh");
+    return true;
+  }
+};
+
+template <std::size_t BatchDimension>
+struct matmul_batch_specs_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<BatchDimension>,
+                  "typeshard: rule 2 (matmul): a batch (leading) dimension is sharded "
+                  "differently in the two operands; fix: reshard one operand "
+                  "(ts::reshard<Spec>(x)) so every batch dimension has the same spec entry in "
+                  "both");
+    return true;
+  }
+};
+
+template <std::size_t LhsExtent, std::size_t RhsExtent>
+struct matmul_contracting_extents_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<LhsExtent, RhsExtent>,
+                  "typeshard: rule 2 (matmul): the contracting dimension J has different static "
+                  "extents in lhs (its last dimension) and rhs (its second-to-last); fix: "
+                  "A[..., I, J] . B[..., J, K] needs the same J in both operands");
+    return true;
+  }
+};
+
+template <std::size_t BatchDimension, std::size_t LhsExtent, std::size_t RhsExtent>
+struct matmul_batch_extents_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<BatchDimension, LhsExtent, RhsExtent>,
+                  "typeshard: rule 2 (matmul): a batch (leading) dimension has different static "
+                  "extents in the two operands; fix: both operands need the same batch "
+                  "extents");
+    return true;
+  }
+};
+
+template <char... Axis>
+struct matmul_free_dims_share_axis {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_chars<Axis...>,
+                  "typeshard: rule 2 (matmul): lhs's rows I and rhs's columns K are sharded "
+                  "over the same mesh axis (A[I_X, J] . B[J, K_X], case 4), so the result "
+                  "C[I_X, K_X] would use the axis twice; fix: name the output spec, which "
+                  "decides the operand to gather: ts::matmul<ts::spec<\"x\", ts::none>>(A, B) "
+                  "gathers B, ts::matmul<ts::spec<ts::none, \"x\">>(A, B) gathers A");
+    return true;
+  }
+};
+
+template <char... Axis>
+struct matmul_unreduced_conflict {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_chars<Axis...>,
+                  "typeshard: rule 3 (unreduced): one operand of ts::matmul is a partial sum over "
+                  "a mesh axis the other operand is sharded or unreduced over, so the local "
+                  "products would not add up to the product; fix: reduce the partial operand "
+                  "first with ts::reshard<Spec>(x) or ts::psum<\"axis\">(x)");
+    return true;
+  }
+};
+
+template <std::size_t Unused>
+struct matmul_too_many_partial_axes {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<Unused>,
+                  "typeshard: rule 3 (unreduced): the product would be a partial sum over more "
+                  "than 4 mesh axes (the contraction's and the operands' unreduced axes); fix: "
+                  "reduce an operand first with ts::reshard<Spec>(x)");
+    return true;
+  }
+};
+
+}  // namespace diagnostic
+
+// matmul_step_kind: what one step of a matmul plan does.
+enum class matmul_step_kind {
+  all_gather,      // all_gather(operand, dim d, over axes)
+  all_to_all,      // all_to_all(operand, dim d -> dim e, over axis)
+  psum,            // psum(out, over axes): all-reduce the partial sums
+  psum_scatter,    // psum_scatter(out, dim d, over axes): reduce-scatter them
+  slice,           // slice(operand, dim d, over axes): take a block locally, no communication
+  local_gemm       // the per-device GEMM
+};
+
+enum class matmul_operand { lhs, rhs, out };
+
+constexpr const char* to_string(matmul_step_kind k) {
+  switch (k) {
+    case matmul_step_kind::all_gather: return "all_gather";
+    case matmul_step_kind::all_to_all: return "all_to_all";
+    case matmul_step_kind::psum: return "psum";
+    case matmul_step_kind::psum_scatter: return "psum_scatter";
+    case matmul_step_kind::slice: return "slice";
+    case matmul_step_kind::local_gemm: return "local gemm";
+  }
+  return "?";
+}
+
+constexpr const char* to_string(matmul_operand o) {
+  switch (o) {
+    case matmul_operand::lhs: return "lhs";
+    case matmul_operand::rhs: return "rhs";
+    case matmul_operand::out: return "out";
+  }
+  return "?";
+}
+
+// matmul_step: one step of a plan.
+struct matmul_step {
+  matmul_step_kind kind = matmul_step_kind::local_gemm;
+  matmul_operand operand = matmul_operand::out;
+  std::size_t dim = 0;     // the dimension gathered, scattered, sliced; all_to_all: source
+  std::size_t to_dim = 0;  // all_to_all: the dimension the axis joins
+  dim_spec axes{};         // the mesh axes, major first
+
+  constexpr bool communicates() const {
+    return kind != matmul_step_kind::slice && kind != matmul_step_kind::local_gemm;
+  }
+
+  // "all_gather(lhs, dim 1, over x)", "psum(out, over (x, y))", "local gemm".
+  std::string describe() const {
+    if (kind == matmul_step_kind::local_gemm) return "local gemm";
+    std::string out = std::string(to_string(kind)) + "(" + to_string(operand);
+    if (kind == matmul_step_kind::all_to_all)
+      out += ", dim " + std::to_string(dim) + " -> dim " + std::to_string(to_dim);
+    else if (kind != matmul_step_kind::psum)
+      out += ", dim " + std::to_string(dim);
+    out += ", over ";
+    if (axes.count == 1) return out + std::string(axes.axes[0].view()) + ")";
+    out += "(";
+    for (std::size_t a = 0; a < axes.count; ++a)
+      out += (a ? ", " : "") + std::string(axes.axes[a].view());
+    return out + "))";
+  }
+
+  friend constexpr bool operator==(const matmul_step&, const matmul_step&) = default;
+};
+
+namespace detail {
+
+inline constexpr std::size_t max_matmul_steps = 3 * max_reshard_steps + 2 * 4 + 1;
+
+struct matmul_step_list {
+  std::array<matmul_step, max_matmul_steps> steps{};
+  std::size_t count = 0;
+  constexpr void push(const matmul_step& s) { steps[count++] = s; }
+};
+
+// Appends a reshard's steps, in matmul_step terms (a local slice is listed per dimension).
+template <std::size_t Rank>
+constexpr void append_reshard(matmul_step_list& out, matmul_operand who,
+                              const spec_array<Rank>& from, const step_list<Rank>& steps) {
+  spec_array<Rank> cur = from;
+  for (std::size_t i = 0; i < steps.count; ++i) {
+    const reshard_step<Rank>& s = steps.steps[i];
+    switch (s.kind) {
+      case reshard_step_kind::all_reduce:
+        out.push({matmul_step_kind::psum, who, 0, 0, s.axes});
+        break;
+      case reshard_step_kind::reduce_scatter:
+        out.push({matmul_step_kind::psum_scatter, who, s.dim, s.dim, s.axes});
+        break;
+      case reshard_step_kind::all_gather:
+        out.push({matmul_step_kind::all_gather, who, s.dim, s.dim, s.axes});
+        break;
+      case reshard_step_kind::all_to_all:
+        out.push({matmul_step_kind::all_to_all, who, s.dim, s.to_dim, s.axes});
+        break;
+      case reshard_step_kind::slice:
+        for (std::size_t d = 0; d < Rank; ++d)
+          if (!(cur[d] == s.spec_after[d]))
+            out.push({matmul_step_kind::slice, who, d, d,
+                      suffix(s.spec_after[d], common_prefix(cur[d], s.spec_after[d]))});
+        break;
+    }
+    cur = s.spec_after;
+  }
+}
+
+// The steps of a choice, for shapes `sh` (which decide the even or uneven reshard variant).
+template <class Mesh, std::size_t Rank>
+constexpr matmul_step_list matmul_steps_of(const matmul_choice<Rank>& c,
+                                           const matmul_shapes<Rank>& sh) {
+  using D = matmul_dims<Rank>;
+  matmul_step_list out;
+  append_reshard(out, matmul_operand::lhs, c.lhs, lhs_steps<Mesh>(c, sh.lhs));
+  append_reshard(out, matmul_operand::rhs, c.rhs, rhs_steps<Mesh>(c, sh.rhs));
+  if (c.slice_lhs) out.push({matmul_step_kind::slice, matmul_operand::lhs, D::lhs_j, D::lhs_j, c.contract});
+  if (c.slice_rhs) out.push({matmul_step_kind::slice, matmul_operand::rhs, D::rhs_j, D::rhs_j, c.contract});
+  out.push({});
+  if (c.out_named) append_reshard(out, matmul_operand::out, c.local, out_steps<Mesh>(c, sh.out()));
+  return out;
+}
+
+template <std::size_t N>
+constexpr std::array<matmul_step, N> take_matmul_steps(const matmul_step_list& list) {
+  std::array<matmul_step, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = list.steps[i];
+  return out;
+}
+
+// spec_from<Array>(index_sequence): declared only, for decltype: the spec type whose
+// entries are the values of a spec_array (and unreduced_from: the unreduced type over a
+// dim_spec's axes). Functions rather than class templates with defaulted index_sequence
+// arguments: clang 14 crashes on `List.count` in a default template argument.
+template <auto Array, std::size_t... I>
+spec<Array[I]...> spec_from(std::index_sequence<I...>);
+template <dim_spec List, std::size_t... I>
+unreduced<List.axes[I]...> unreduced_from(std::index_sequence<I...>);
+
+template <std::size_t A, std::size_t B>
+inline constexpr std::size_t max_of = A < B ? B : A;
+
+// The rank a plan is for when no extents are given: the longer spec, at least 2.
+template <class LhsSpec, class RhsSpec>
+inline constexpr std::size_t default_matmul_rank = max_of<2, max_of<LhsSpec::size, RhsSpec::size>>;
+
+// The first static-extent mismatch of a batch dimension, or Rank.
+template <class LhsExtents, class RhsExtents, std::size_t Rank>
+constexpr std::size_t batch_extent_mismatch() {
+  for (std::size_t d = 0; d + 2 < Rank; ++d)
+    if (LhsExtents::is_static(d) && RhsExtents::is_static(d) &&
+        LhsExtents::static_extents[d] != RhsExtents::static_extents[d])
+      return d;
+  return Rank;
+}
+
+// The first axis of Spec the mesh does not have, or an empty name.
+template <class Mesh, class Spec>
+constexpr axis_name axis_not_on() {
+  for (const dim_spec& d : Spec::dims)
+    for (std::size_t a = 0; a < d.count; ++a)
+      if (!Mesh::contains(d.axes[a])) return d.axes[a];
+  return {};
+}
+
+// Static extents: J equal in both operands, and every batch dimension (rule 2).
+template <class LE, class RE>
+constexpr bool check_matmul_extents() {
+  constexpr std::size_t R = LE::rank;
+  constexpr std::size_t lj = LE::static_extents[R - 1], rj = RE::static_extents[R - 2];
+  constexpr std::size_t bad_batch = batch_extent_mismatch<LE, RE, R>();
+  if constexpr (lj != dyn && rj != dyn && lj != rj) {
+    return require<false, diagnostic::matmul_contracting_extents_differ<lj, rj>>::value && false;
+  } else if constexpr (bad_batch != R) {
+    return require<false, diagnostic::matmul_batch_extents_differ<
+                              bad_batch, LE::static_extents[bad_batch],
+                              RE::static_extents[bad_batch]>>::value &&
+           false;
+  } else {
+    return true;
+  }
+}
+
+// Checks a plan's inputs; fires exactly one diagnostic and returns false on the first
+// problem (in the order a reader would fix them).
+template <class Mesh, class Lhs, class Rhs, class Out, class LE, class RE, class T>
+constexpr bool check_matmul_inputs() {
+  constexpr std::size_t R = LE::rank;
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+    return require<false, diagnostic::matmul_element_not_float_or_double<T>>::value && false;
+  } else if constexpr (LE::rank != RE::rank || LE::rank < 2) {
+    return require<false, diagnostic::matmul_ranks_unsupported<LE::rank, RE::rank>>::value && false;
+  } else if constexpr (!check_spec<Mesh, Lhs, R>() || !check_spec<Mesh, Rhs, R>()) {
+    return false;  // rule 1 fired
+  } else if constexpr (std::is_same_v<Out, auto_out>) {
+    return check_matmul_extents<LE, RE>();
+  } else if constexpr (!axis_not_on<Mesh, Out>().empty()) {
+    return require_named<false, axis_not_on<Mesh, Out>(),
+                         diagnostic::matmul_out_spec_not_on_mesh>::value &&
+           false;
+  } else if constexpr (!check_spec<Mesh, Out, R>()) {
+    return false;  // rule 1 fired
+  } else {
+    return check_matmul_extents<LE, RE>();
+  }
+}
+// Fires the diagnostic of a problem the planner found (one at most).
+template <matmul_problem Problem, std::size_t Dim, axis_name Axis>
+constexpr bool check_matmul_choice() {
+  if constexpr (Problem == matmul_problem::batch_specs_differ) {
+    return require<false, diagnostic::matmul_batch_specs_differ<Dim>>::value && false;
+  } else if constexpr (Problem == matmul_problem::free_dims_share_axis) {
+    return require_named<false, Axis, diagnostic::matmul_free_dims_share_axis>::value && false;
+  } else if constexpr (Problem == matmul_problem::unreduced_conflict) {
+    return require_named<false, Axis, diagnostic::matmul_unreduced_conflict>::value && false;
+  } else if constexpr (Problem == matmul_problem::too_many_partial_axes) {
+    // <Dim>, not a constant: the argument must depend on this template, or the diagnostic
+    // would fire when the header is parsed.
+    return require<false, diagnostic::matmul_too_many_partial_axes<Dim>>::value && false;
+  } else {
+    return true;
+  }
+}
+
+}  // namespace detail
+
+template <mesh_type Mesh, spec_type LhsSpec, spec_type RhsSpec, class OutSpec = auto_out,
+          extents_type LhsExtents = dextents<detail::default_matmul_rank<LhsSpec, RhsSpec>>,
+          extents_type RhsExtents = LhsExtents, class T = float,
+          unreduced_type LhsUnreduced = unreduced<>, unreduced_type RhsUnreduced = unreduced<>>
+struct matmul_plan {
+  static constexpr std::size_t rank = LhsExtents::rank;
+  using mesh_type = Mesh;
+  using value_type = T;
+  static constexpr bool out_named = !std::is_same_v<OutSpec, auto_out>;
+
+  // Whether the inputs satisfy rules 1 and 2 (else exactly one diagnostic fired).
+  static constexpr bool inputs_valid =
+      detail::check_matmul_inputs<Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents, RhsExtents, T>();
+
+ private:
+  static constexpr std::size_t R = rank >= 2 ? rank : 2;  // keeps the members well-formed
+  using padded_out = std::conditional_t<out_named, OutSpec, spec<>>;
+  static constexpr detail::matmul_shapes<R> shapes() {
+    if constexpr (inputs_valid)
+      return detail::nominal_shapes<LhsExtents, RhsExtents, R>(sizeof(T));
+    else
+      return {};
+  }
+
+  static constexpr detail::matmul_choice<R> make() {
+    if constexpr (!inputs_valid) {
+      detail::matmul_choice<R> c;
+      c.lhs = c.lhs_gemm = c.local = c.out = detail::spec_array_of<LhsSpec, R>();
+      c.rhs = c.rhs_gemm = detail::spec_array_of<RhsSpec, R>();
+      return c;
+    } else {
+      return detail::plan_matmul<Mesh, R>(
+          detail::spec_array_of<LhsSpec, R>(), detail::spec_array_of<RhsSpec, R>(), out_named,
+          detail::spec_array_of<padded_out, R>(), shapes(),
+          detail::unreduced_list<LhsUnreduced>(), detail::unreduced_list<RhsUnreduced>());
+    }
+  }
+
+ public:
+  // The chosen plan as a value (what ts::matmul executes).
+  static constexpr detail::matmul_choice<R> choice = make();
+
+  // Whether a plan exists: the inputs are valid and the rules allow the product.
+  static constexpr bool valid =
+      inputs_valid &&
+      detail::check_matmul_choice<choice.problem, choice.problem_dim, choice.problem_axis>();
+
+  using lhs_spec = decltype(detail::spec_from<choice.lhs>(std::make_index_sequence<R>{}));
+  using rhs_spec = decltype(detail::spec_from<choice.rhs>(std::make_index_sequence<R>{}));
+  using lhs_gemm_spec = decltype(detail::spec_from<choice.lhs_gemm>(std::make_index_sequence<R>{}));
+  using rhs_gemm_spec = decltype(detail::spec_from<choice.rhs_gemm>(std::make_index_sequence<R>{}));
+  using local_spec = decltype(detail::spec_from<choice.local>(std::make_index_sequence<R>{}));
+  using local_unreduced = decltype(detail::unreduced_from<choice.partial>(
+      std::make_index_sequence<choice.partial.count>{}));
+  using out_spec = decltype(detail::spec_from<choice.out>(std::make_index_sequence<R>{}));
+  using out_unreduced = decltype(detail::unreduced_from<choice.out_unreduced>(
+      std::make_index_sequence<choice.out_unreduced.count>{}));
+
+ private:
+  // From make(), not `choice`: g++ 12 mis-evaluates some copies out of a constexpr object
+  // (see detail/matmul_planner.hpp), so the constant evaluations start from fresh values.
+  static constexpr detail::matmul_step_list list_ = detail::matmul_steps_of<Mesh>(make(), shapes());
+
+ public:
+  // The steps, in order: the operands' collectives and slices, the local GEMM, then the
+  // output's reduction and resharding.
+  static constexpr std::array<matmul_step, list_.count> steps =
+      detail::take_matmul_steps<list_.count>(list_);
+
+  // How many collectives run, and whether any does.
+  static constexpr std::size_t collectives = [] {
+    std::size_t n = 0;
+    for (const matmul_step& s : steps) n += s.communicates() ? 1 : 0;
+    return n;
+  }();
+  static constexpr bool communicates = collectives != 0;
+
+  // Bytes received and GEMM flops per device for given extents (the cost model of
+  // detail/matmul_planner.hpp).
+  static constexpr double bytes_moved(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
+    return detail::cost_of<Mesh>(choice, detail::matmul_shapes<R>{lhs_shape, rhs_shape, sizeof(T)}).bytes;
+  }
+  static constexpr double flops(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
+    return detail::cost_of<Mesh>(choice, detail::matmul_shapes<R>{lhs_shape, rhs_shape, sizeof(T)}).flops;
+  }
+
+  // With static extents: the same for those extents (0 when an extent is dynamic).
+  static constexpr bool extents_static = LhsExtents::all_static && RhsExtents::all_static;
+  static constexpr std::size_t bytes_per_device =
+      extents_static
+          ? static_cast<std::size_t>(detail::cost_of<Mesh>(make(), shapes()).bytes + 0.5)
+          : 0;
+  static constexpr double flops_per_device =
+      extents_static ? detail::cost_of<Mesh>(make(), shapes()).flops : 0;
+
+  // "all_gather(lhs, dim 1, over x); local gemm".
+  static std::string describe() {
+    std::string out;
+    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].describe();
+    return out;
+  }
+};
+
+// matmul_plan_for<A, B[, OutSpec]>: the plan ts::matmul<OutSpec>(a, b) runs on arrays of
+// types A and B.
+template <class A, class B, class OutSpec = auto_out>
+using matmul_plan_for =
+    matmul_plan<typename A::mesh_type, typename A::spec, typename B::spec, OutSpec,
+                typename A::extents_type, typename B::extents_type, typename A::value_type,
+                typename A::unreduced_type, typename B::unreduced_type>;
+
+}  // namespace typeshard
