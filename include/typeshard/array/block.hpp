@@ -33,7 +33,6 @@
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/mesh_group.hpp"
-#include "../backend/detail/reduce_kernels.hpp"
 #include "../core/diagnostics.hpp"
 #include "device_mesh.hpp"
 #include "../core/errors.hpp"
@@ -305,14 +304,13 @@ auto zip_blocks(const A& a, const B& b, F f, const char* op) {
                                                            std::move(out));
 }
 
-template <class B>
-using block_scalar = typename std::remove_cvref_t<B>::value_type;
-
 }  // namespace detail
 
 // ---- elementwise operations on blocks (local, no communication) ---------------------------
 
 // map(b, f) / zip(a, b, f): f per element; zip's result varies over both operands' axes.
+// The named operations (+ - * /, ts::exp, ts::maximum, ...) are defined once for arrays and
+// blocks in ops/elementwise.hpp, on these two.
 template <block_type B, class F>
 auto map(const B& b, F f) {
   return detail::map_block(b, f);
@@ -320,83 +318,6 @@ auto map(const B& b, F f) {
 template <block_type A, block_type B, class F>
 auto zip(const A& a, const B& b, F f) {
   return detail::zip_blocks(a, b, f, "zip");
-}
-
-template <block_type A, block_type B>
-auto operator+(const A& a, const B& b) {
-  return detail::zip_blocks(a, b, [](auto x, auto y) { return x + y; }, "operator+");
-}
-template <block_type A, block_type B>
-auto operator-(const A& a, const B& b) {
-  return detail::zip_blocks(a, b, [](auto x, auto y) { return x - y; }, "operator-");
-}
-template <block_type A, block_type B>
-auto operator*(const A& a, const B& b) {
-  return detail::zip_blocks(a, b, [](auto x, auto y) { return x * y; }, "operator*");
-}
-template <block_type A, block_type B>
-auto operator/(const A& a, const B& b) {
-  return detail::zip_blocks(a, b, [](auto x, auto y) { return x / y; }, "operator/");
-}
-template <block_type A>
-auto operator-(const A& a) {
-  return detail::map_block(a, [](auto x) { return -x; });
-}
-template <block_type A>
-auto operator+(const A& a, detail::block_scalar<A> s) {
-  return detail::map_block(a, [s](auto x) { return x + s; });
-}
-template <block_type A>
-auto operator-(const A& a, detail::block_scalar<A> s) {
-  return detail::map_block(a, [s](auto x) { return x - s; });
-}
-template <block_type A>
-auto operator*(const A& a, detail::block_scalar<A> s) {
-  return detail::map_block(a, [s](auto x) { return x * s; });
-}
-template <block_type A>
-auto operator*(detail::block_scalar<A> s, const A& a) {
-  return a * s;
-}
-template <block_type A>
-auto operator/(const A& a, detail::block_scalar<A> s) {
-  return detail::map_block(a, [s](auto x) { return x / s; });
-}
-
-template <block_type A, block_type B>
-auto maximum(const A& a, const B& b) {
-  return detail::zip_blocks(
-      a, b, [](auto x, auto y) { return x < y || detail::is_nan(y) ? y : x; }, "maximum");
-}
-template <block_type A, block_type B>
-auto minimum(const A& a, const B& b) {
-  return detail::zip_blocks(
-      a, b, [](auto x, auto y) { return y < x || detail::is_nan(y) ? y : x; }, "minimum");
-}
-// relu(x) = max(x, 0); NaN passes through unchanged.
-template <block_type A>
-auto relu(const A& a) {
-  return detail::map_block(a, [](auto x) { return x < decltype(x){} ? decltype(x){} : x; });
-}
-template <block_type A>
-auto exp(const A& a) {
-  return detail::map_block(a, [](auto x) { return static_cast<decltype(x)>(std::exp(x)); });
-}
-template <block_type A>
-auto log(const A& a) {
-  return detail::map_block(a, [](auto x) { return static_cast<decltype(x)>(std::log(x)); });
-}
-template <block_type A>
-auto tanh(const A& a) {
-  return detail::map_block(a, [](auto x) { return static_cast<decltype(x)>(std::tanh(x)); });
-}
-template <block_type A>
-auto sqrt(const A& a) {
-  return detail::map_block(a, [](auto x) { return static_cast<decltype(x)>(std::sqrt(x)); });
-}
-template <block_type A>
-auto abs(const A& a) {
-  return detail::map_block(a, [](auto x) { return x < decltype(x){} ? -x : x; });
 }
 
 // ---- transposed views --------------------------------------------------------------------

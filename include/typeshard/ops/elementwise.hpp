@@ -21,10 +21,11 @@
 
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
-#include "../backend/detail/reduce_kernels.hpp"
 #include "../core/diagnostics.hpp"
 #include "../core/errors.hpp"
+#include "../array/block.hpp"
 #include "../array/sharded_array.hpp"
+#include "../kernels/functors.hpp"
 
 namespace typeshard {
 
@@ -201,97 +202,121 @@ using scalar_of = typename std::remove_cvref_t<A>::value_type;
 
 }  // namespace detail
 
+// ---- the operations, on global arrays and on blocks ---------------------------------------
+// One definition each, for both kinds of operand (a sharded_array, or a block inside
+// shard_map), with the functions of kernels/functors.hpp. Blocks have no unreduced axes;
+// on arrays rule 3 allows only the linear operations on unreduced values.
+
+template <class A>
+concept elementwise_operand = sharded_array_type<A> || block_type<A>;
+
+template <class A, class B>
+concept same_operand_kind = (sharded_array_type<A> && sharded_array_type<B>) ||
+                            (block_type<A> && block_type<B>);
+
+namespace detail {
+
+// f on every element, allowed on unreduced values (negation, scaling): an array keeps its
+// element type and unreduced axes; a block takes f's result type.
+template <class A, class F>
+auto map_linear(const A& a, F f) {
+  if constexpr (block_type<A>) {
+    return map_block(a, f);
+  } else {
+    using arr = std::remove_cvref_t<A>;
+    return map_shards<typename arr::value_type, typename arr::unreduced_type>(a, f);
+  }
+}
+
+// f on every pair of elements: linear (+, -: equal unreduced axes allowed) or not.
+template <bool Linear, class A, class B, class F>
+auto zip_op(const A& a, const B& b, F f, const char* op) {
+  if constexpr (block_type<A>)
+    return zip_blocks(a, b, f, op);
+  else if constexpr (Linear)
+    return linear_zip(a, b, f, op);
+  else
+    return zip(a, b, f);
+}
+
+}  // namespace detail
+
 // ---- linear operations: defined on unreduced values too ----------------------------------
 
-template <sharded_array_type A, sharded_array_type B>
+template <elementwise_operand A, elementwise_operand B>
+  requires same_operand_kind<A, B>
 auto operator+(const A& a, const B& b) {
-  return detail::linear_zip(a, b, [](auto x, auto y) { return x + y; }, "operator+");
+  return detail::zip_op<true>(a, b, fn::plus, "operator+");
 }
-template <sharded_array_type A, sharded_array_type B>
+template <elementwise_operand A, elementwise_operand B>
+  requires same_operand_kind<A, B>
 auto operator-(const A& a, const B& b) {
-  return detail::linear_zip(a, b, [](auto x, auto y) { return x - y; }, "operator-");
+  return detail::zip_op<true>(a, b, fn::minus, "operator-");
 }
-template <sharded_array_type A>
+template <elementwise_operand A>
 auto operator-(const A& a) {
-  using arr = std::remove_cvref_t<A>;
-  return detail::map_shards<typename arr::value_type, typename arr::unreduced_type>(
-      a, [](auto x) { return -x; });
+  return detail::map_linear(a, fn::negate);
 }
 // Scaling by a scalar: x * s, s * x, x / s.
-template <sharded_array_type A>
+template <elementwise_operand A>
 auto operator*(const A& a, detail::scalar_of<A> s) {
-  using arr = std::remove_cvref_t<A>;
-  return detail::map_shards<typename arr::value_type, typename arr::unreduced_type>(
-      a, [s](auto x) { return x * s; });
+  return detail::map_linear(a, fn::with_scalar{fn::multiplies, s});
 }
-template <sharded_array_type A>
+template <elementwise_operand A>
 auto operator*(detail::scalar_of<A> s, const A& a) {
   return a * s;
 }
-template <sharded_array_type A>
+template <elementwise_operand A>
 auto operator/(const A& a, detail::scalar_of<A> s) {
-  using arr = std::remove_cvref_t<A>;
-  return detail::map_shards<typename arr::value_type, typename arr::unreduced_type>(
-      a, [s](auto x) { return x / s; });
+  return detail::map_linear(a, fn::with_scalar{fn::divides, s});
+}
+// A block plus or minus a scalar (not linear in partial sums: blocks only).
+template <block_type A>
+auto operator+(const A& a, detail::scalar_of<A> s) {
+  return detail::map_block(a, fn::with_scalar{fn::plus, s});
+}
+template <block_type A>
+auto operator-(const A& a, detail::scalar_of<A> s) {
+  return detail::map_block(a, fn::with_scalar{fn::minus, s});
 }
 
 // ---- non-linear operations: need fully reduced values ------------------------------------
 
-template <sharded_array_type A, sharded_array_type B>
+template <elementwise_operand A, elementwise_operand B>
+  requires same_operand_kind<A, B>
 auto operator*(const A& a, const B& b) {
-  return zip(a, b, [](auto x, auto y) { return x * y; });
+  return detail::zip_op<false>(a, b, fn::multiplies, "operator*");
 }
-template <sharded_array_type A, sharded_array_type B>
+template <elementwise_operand A, elementwise_operand B>
+  requires same_operand_kind<A, B>
 auto operator/(const A& a, const B& b) {
-  return zip(a, b, [](auto x, auto y) { return x / y; });
+  return detail::zip_op<false>(a, b, fn::divides, "operator/");
 }
-template <sharded_array_type A, sharded_array_type B>
+template <elementwise_operand A, elementwise_operand B>
+  requires same_operand_kind<A, B>
 auto maximum(const A& a, const B& b) {
-  return zip(a, b, [](auto x, auto y) { return x < y || detail::is_nan(y) ? y : x; });
+  return detail::zip_op<false>(a, b, fn::maximum, "maximum");
 }
-template <sharded_array_type A, sharded_array_type B>
+template <elementwise_operand A, elementwise_operand B>
+  requires same_operand_kind<A, B>
 auto minimum(const A& a, const B& b) {
-  return zip(a, b, [](auto x, auto y) { return y < x || detail::is_nan(y) ? y : x; });
+  return detail::zip_op<false>(a, b, fn::minimum, "minimum");
 }
 
-template <sharded_array_type A>
-auto sin(const A& a) {
-  return map(a, [](auto x) { return static_cast<decltype(x)>(std::sin(x)); });
-}
-template <sharded_array_type A>
-auto cos(const A& a) {
-  return map(a, [](auto x) { return static_cast<decltype(x)>(std::cos(x)); });
-}
-template <sharded_array_type A>
-auto exp(const A& a) {
-  return map(a, [](auto x) { return static_cast<decltype(x)>(std::exp(x)); });
-}
-template <sharded_array_type A>
-auto log(const A& a) {
-  return map(a, [](auto x) { return static_cast<decltype(x)>(std::log(x)); });
-}
-template <sharded_array_type A>
-auto tanh(const A& a) {
-  return map(a, [](auto x) { return static_cast<decltype(x)>(std::tanh(x)); });
-}
-template <sharded_array_type A>
-auto sqrt(const A& a) {
-  return map(a, [](auto x) { return static_cast<decltype(x)>(std::sqrt(x)); });
-}
-template <sharded_array_type A>
-auto abs(const A& a) {
-  // std::abs for floating point: abs(-0.0) is +0.0 (as jnp.abs), which x < 0 ? -x : x misses.
-  return map(a, [](auto x) {
-    if constexpr (std::is_floating_point_v<decltype(x)>)
-      return static_cast<decltype(x)>(std::abs(x));
-    else
-      return x < decltype(x){} ? -x : x;
-  });
-}
-// relu(x) = max(x, 0); NaN passes through unchanged.
-template <sharded_array_type A>
-auto relu(const A& a) {
-  return map(a, [](auto x) { return x < decltype(x){} ? decltype(x){} : x; });
-}
+// sin cos exp log tanh sqrt abs relu: ts::map with the function of the same name.
+#define TYPESHARD_UNARY_OPERATION(name)   \
+  template <elementwise_operand A>        \
+  auto name(const A& a) {                 \
+    return map(a, fn::name);              \
+  }
+TYPESHARD_UNARY_OPERATION(sin)
+TYPESHARD_UNARY_OPERATION(cos)
+TYPESHARD_UNARY_OPERATION(exp)
+TYPESHARD_UNARY_OPERATION(log)
+TYPESHARD_UNARY_OPERATION(tanh)
+TYPESHARD_UNARY_OPERATION(sqrt)
+TYPESHARD_UNARY_OPERATION(abs)
+TYPESHARD_UNARY_OPERATION(relu)
+#undef TYPESHARD_UNARY_OPERATION
 
 }  // namespace typeshard
