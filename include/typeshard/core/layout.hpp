@@ -78,6 +78,84 @@ constexpr slice block_slice(std::size_t extent, std::size_t shards, std::size_t 
   return {start, stop};
 }
 
+namespace detail {
+
+// ---- the layout core: the arithmetic of a spec held as a value ----------------------------
+// A spec value is a std::array<dim_spec, Rank> (a type's entries via spec_array_of, or an
+// intermediate sharding of a plan). layout<> below, the planners, the executors and the
+// groups of collectives (detail/mesh_group.hpp) all call these; none repeats them.
+
+template <std::size_t Rank>
+using spec_array = std::array<dim_spec, Rank>;
+
+// The entries of Spec, padded with none to Rank.
+template <class Spec, std::size_t Rank>
+constexpr spec_array<Rank> spec_array_of() {
+  spec_array<Rank> out{};
+  for (std::size_t d = 0; d < Rank; ++d) out[d] = Spec::dim(d);
+  return out;
+}
+
+// Number of shards of a dimension whose entry is `ds`: the product of its axes' sizes.
+template <class Mesh>
+constexpr std::size_t shards_of(const dim_spec& ds) {
+  std::size_t n = 1;
+  for (std::size_t a = 0; a < ds.count; ++a) n *= Mesh::size_of(ds.axes[a]);
+  return n;
+}
+
+// Which of those shards the device at `position` holds: its coordinates on the entry's
+// axes read as a mixed-radix number, the first axis major, as in P(('x', 'y')). (An axis
+// the mesh does not have counts for nothing; rule 1 has rejected it already.)
+template <class Mesh>
+constexpr std::size_t shard_of(const dim_spec& ds, std::size_t position) {
+  const auto c = Mesh::coordinates(position);
+  std::size_t k = 0;
+  for (std::size_t a = 0; a < ds.count; ++a) {
+    const std::size_t i = Mesh::index_of(ds.axes[a]);
+    if (i < Mesh::rank) k = k * Mesh::shape[i] + c[i];
+  }
+  return k;
+}
+
+// The global index slices held by the device at `position`.
+template <class Mesh, std::size_t Rank>
+constexpr index_slices<Rank> index_of(const spec_array<Rank>& s, const shape<Rank>& global,
+                                      std::size_t position) {
+  index_slices<Rank> out{};
+  for (std::size_t d = 0; d < Rank; ++d)
+    out[d] = block_slice(global[d], shards_of<Mesh>(s[d]), shard_of<Mesh>(s[d], position));
+  return out;
+}
+
+// Its local extents.
+template <class Mesh, std::size_t Rank>
+constexpr shape<Rank> local_shape_of(const spec_array<Rank>& s, const shape<Rank>& global,
+                                     std::size_t position) {
+  const index_slices<Rank> ix = index_of<Mesh>(s, global, position);
+  shape<Rank> out{};
+  for (std::size_t d = 0; d < Rank; ++d) out[d] = ix[d].size();
+  return out;
+}
+
+// The largest local extents (the block size).
+template <class Mesh, std::size_t Rank>
+constexpr shape<Rank> block_shape_of(const spec_array<Rank>& s, const shape<Rank>& global) {
+  shape<Rank> out{};
+  for (std::size_t d = 0; d < Rank; ++d) out[d] = block_extent(global[d], shards_of<Mesh>(s[d]));
+  return out;
+}
+
+// Whether every dimension divides evenly among its shards.
+template <class Mesh, std::size_t Rank>
+constexpr bool is_even(const spec_array<Rank>& s, const shape<Rank>& global) {
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (global[d] % shards_of<Mesh>(s[d]) != 0) return false;
+  return true;
+}
+
+}  // namespace detail
+
 template <mesh_type Mesh, spec_type Spec, std::size_t Rank>
 struct layout {
   using mesh_type = Mesh;
@@ -85,25 +163,18 @@ struct layout {
   static constexpr std::size_t rank = Rank;
   using coordinates_type = std::array<std::size_t, Mesh::rank>;
 
+  // The spec's entries as a value, for the layout core (detail:: above).
+  static constexpr detail::spec_array<Rank> entries = detail::spec_array_of<spec_type, Rank>();
+
   // Number of shards along dimension d: the product of its axes' sizes.
   static constexpr std::size_t shards_along(std::size_t d) {
-    const dim_spec ds = spec_type::dim(d);
-    std::size_t n = 1;
-    for (std::size_t a = 0; a < ds.count; ++a) n *= Mesh::size_of(ds.axes[a]);
-    return n;
+    return detail::shards_of<Mesh>(entries[d]);
   }
 
   // Which of those shards the device at `position` holds (its axes' coordinates read as a
   // mixed-radix number, the first axis major, as in P(('x', 'y'))).
   static constexpr std::size_t shard_along(std::size_t d, std::size_t position) {
-    const dim_spec ds = spec_type::dim(d);
-    const coordinates_type c = Mesh::coordinates(position);
-    std::size_t k = 0;
-    for (std::size_t a = 0; a < ds.count; ++a) {
-      const std::size_t i = Mesh::index_of(ds.axes[a]);
-      if (i < Mesh::rank) k = k * Mesh::shape[i] + c[i];
-    }
-    return k;
+    return detail::shard_of<Mesh>(entries[d], position);
   }
 
   // Number of distinct shards, and how many devices hold each.
@@ -118,34 +189,20 @@ struct layout {
   // along it).
   static constexpr bool axis_is_used(std::size_t i) { return spec_type::uses(Mesh::axes[i].name); }
 
-  // The global index slices held by the device at `position`.
+  // The global index slices held by the device at `position`, its local extents, the
+  // largest local extents (the block size, equal on every device when even), and whether
+  // every dimension divides evenly among its shards.
   static constexpr index_slices<Rank> index(const shape<Rank>& global, std::size_t position) {
-    index_slices<Rank> out{};
-    for (std::size_t d = 0; d < Rank; ++d)
-      out[d] = block_slice(global[d], shards_along(d), shard_along(d, position));
-    return out;
+    return detail::index_of<Mesh>(entries, global, position);
   }
-
-  // Its local extents.
   static constexpr shape<Rank> local_shape(const shape<Rank>& global, std::size_t position) {
-    const index_slices<Rank> ix = index(global, position);
-    shape<Rank> out{};
-    for (std::size_t d = 0; d < Rank; ++d) out[d] = ix[d].size();
-    return out;
+    return detail::local_shape_of<Mesh>(entries, global, position);
   }
-
-  // The largest local extents (the block size), equal on every device when even.
   static constexpr shape<Rank> block_shape(const shape<Rank>& global) {
-    shape<Rank> out{};
-    for (std::size_t d = 0; d < Rank; ++d) out[d] = block_extent(global[d], shards_along(d));
-    return out;
+    return detail::block_shape_of<Mesh>(entries, global);
   }
-
-  // Whether every dimension divides evenly among its shards.
   static constexpr bool is_even(const shape<Rank>& global) {
-    for (std::size_t d = 0; d < Rank; ++d)
-      if (global[d] % shards_along(d) != 0) return false;
-    return true;
+    return detail::is_even<Mesh>(entries, global);
   }
 
   // Devices holding the same slices form a replica group: they share every coordinate

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 
+#include "../layout.hpp"
 #include "../mesh.hpp"
 #include "../spec.hpp"
 
@@ -19,32 +20,15 @@ namespace typeshard::detail {
 // group_axes: a list of mesh axes, major first, held in a dim_spec (at most 4).
 using group_axes = dim_spec;
 
-// The mesh-axis indices of `axes`; entries are Mesh::rank where an axis is unknown.
-template <class Mesh>
-constexpr std::array<std::size_t, dim_spec::max_axes> axis_indices(const group_axes& axes) {
-  std::array<std::size_t, dim_spec::max_axes> out{};
-  for (std::size_t a = 0; a < axes.count; ++a) out[a] = Mesh::index_of(axes.axes[a]);
-  return out;
-}
-
-// Number of devices in every group over `axes`: the product of their sizes.
+// Number of devices in every group over `axes`, and the rank of position p in its group:
+// the number of shards and the shard of a spec entry over the same axes (the layout core).
 template <class Mesh>
 constexpr std::size_t group_size(const group_axes& axes) {
-  std::size_t n = 1;
-  for (std::size_t a = 0; a < axes.count; ++a) n *= Mesh::size_of(axes.axes[a]);
-  return n;
+  return shards_of<Mesh>(axes);
 }
-
-// The rank of position p in its group over `axes`.
 template <class Mesh>
 constexpr std::size_t group_rank(const group_axes& axes, std::size_t position) {
-  const auto c = Mesh::coordinates(position);
-  std::size_t r = 0;
-  for (std::size_t a = 0; a < axes.count; ++a) {
-    const std::size_t i = Mesh::index_of(axes.axes[a]);
-    r = r * Mesh::shape[i] + c[i];
-  }
-  return r;
+  return shard_of<Mesh>(axes, position);
 }
 
 // The position of member `rank` of the group over `axes` that contains position p.

@@ -1,10 +1,11 @@
-// typeshard/core/detail/spec_layout.hpp: layout arithmetic for a spec held as a value.
-// Internal: do not rely on anything in detail/.
+// typeshard/core/detail/spec_layout.hpp: a spec held as a value (detail::spec_array): how
+// it prints, and prefix tests. Internal: do not rely on anything in detail/.
 //
 // layout<Mesh, Spec, Rank> takes the spec as a type. A reshard plan passes through
-// intermediate shardings that are values (the sharding after each step), so the same
-// arithmetic is needed on a std::array<dim_spec, Rank>; one executor then serves every
-// pair of specs instead of one instantiation per pair.
+// intermediate shardings that are values (the sharding after each step), so plans and
+// executors work on std::array<dim_spec, Rank>; one executor then serves every pair of
+// specs instead of one instantiation per pair. The arithmetic on such values (index_of,
+// local_shape_of, ...) is the layout core in layout.hpp.
 #pragma once
 
 #include <array>
@@ -12,65 +13,9 @@
 #include <string>
 
 #include "../layout.hpp"
-#include "../mesh.hpp"
 #include "../spec.hpp"
 
 namespace typeshard::detail {
-
-template <std::size_t Rank>
-using spec_array = std::array<dim_spec, Rank>;
-
-// The entries of Spec, padded with none to Rank.
-template <class Spec, std::size_t Rank>
-constexpr spec_array<Rank> spec_array_of() {
-  spec_array<Rank> out{};
-  for (std::size_t d = 0; d < Rank; ++d) out[d] = Spec::dim(d);
-  return out;
-}
-
-template <class Mesh>
-constexpr std::size_t shards_of(const dim_spec& ds) {
-  std::size_t n = 1;
-  for (std::size_t a = 0; a < ds.count; ++a) n *= Mesh::size_of(ds.axes[a]);
-  return n;
-}
-
-// Which shard of dimension entry `ds` the device at `position` holds (first axis major).
-template <class Mesh>
-constexpr std::size_t shard_of(const dim_spec& ds, std::size_t position) {
-  const auto c = Mesh::coordinates(position);
-  std::size_t k = 0;
-  for (std::size_t a = 0; a < ds.count; ++a) {
-    const std::size_t i = Mesh::index_of(ds.axes[a]);
-    k = k * Mesh::shape[i] + c[i];
-  }
-  return k;
-}
-
-template <class Mesh, std::size_t Rank>
-constexpr index_slices<Rank> index_of(const spec_array<Rank>& s, const shape<Rank>& global,
-                                      std::size_t position) {
-  index_slices<Rank> out{};
-  for (std::size_t d = 0; d < Rank; ++d)
-    out[d] = block_slice(global[d], shards_of<Mesh>(s[d]), shard_of<Mesh>(s[d], position));
-  return out;
-}
-
-template <class Mesh, std::size_t Rank>
-constexpr shape<Rank> local_shape_of(const spec_array<Rank>& s, const shape<Rank>& global,
-                                     std::size_t position) {
-  const index_slices<Rank> ix = index_of<Mesh>(s, global, position);
-  shape<Rank> out{};
-  for (std::size_t d = 0; d < Rank; ++d) out[d] = ix[d].size();
-  return out;
-}
-
-template <class Mesh, std::size_t Rank>
-constexpr bool is_even(const spec_array<Rank>& s, const shape<Rank>& global) {
-  for (std::size_t d = 0; d < Rank; ++d)
-    if (global[d] % shards_of<Mesh>(s[d]) != 0) return false;
-  return true;
-}
 
 // Whether `prefix` lists the first axes of `full`, in order.
 constexpr bool is_prefix(const dim_spec& prefix, const dim_spec& full) {
