@@ -24,6 +24,7 @@
 // device mesh (device_mesh_error).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -41,51 +42,62 @@
 #include "../core/extents.hpp"
 #include "../kernels/gemm.hpp"
 #include "../plan/matmul_plan.hpp"
-#include "reshard.hpp"
+#include "detail/executor.hpp"
 #include "../array/sharded_array.hpp"
 
 namespace typeshard {
 
 namespace detail {
 
-// The local GEMM of one device: C0 block = A block . B block, per batch element. The
-// operand that holds all of J (slice_lhs / slice_rhs) is read at the other's J block.
+// Takes the pending slices of x except along dimension `keep` (which the GEMM reads in
+// place): one copy, and only when some other dimension is sliced.
 template <class T, class Mesh, std::size_t Rank>
-void local_matmul(const matmul_choice<Rank>& c, std::size_t p, const T* a, const shape<Rank>& a_global,
-                  const T* b, const shape<Rank>& b_global, T* out, const shape<Rank>& out_local) {
+void take_slices_except(std::size_t p, operand_block<T, Rank>& x, std::size_t keep) {
+  spec_array<Rank> others = x.spec;
+  others[keep] = x.held[keep];
+  if (others == x.held) return;
+  const dim_spec along_keep = x.spec[keep];
+  x.spec = others;
+  take_slices<T, Mesh, Rank>(p, x);
+  x.spec[keep] = along_keep;
+}
+
+// The local GEMM of one device: C0 block = A block . B block, per batch element. An operand
+// sliced along J (the one that holds all of J, sliced to the other's J blocks) is read at
+// its slice in place.
+template <class T, class Mesh, std::size_t Rank>
+void local_matmul(std::size_t p, operand_block<T, Rank>& a, operand_block<T, Rank>& b, T* out,
+                  const shape<Rank>& out_local) {
   using D = matmul_dims<Rank>;
-  const shape<Rank> a_loc = local_shape_of<Mesh>(c.lhs_gemm, a_global, p);
-  const shape<Rank> b_loc = local_shape_of<Mesh>(c.rhs_gemm, b_global, p);
+  take_slices_except<T, Mesh, Rank>(p, a, D::lhs_j);
+  take_slices_except<T, Mesh, Rank>(p, b, D::rhs_j);
+  const shape<Rank> a_loc = local_shape_of<Mesh>(a.held, a.global, p);
+  const shape<Rank> b_loc = local_shape_of<Mesh>(b.held, b.global, p);
   std::size_t batches = 1;
   for (std::size_t d = 0; d < D::batch; ++d) batches *= out_local[d];
   const std::size_t m = out_local[D::out_i], n = out_local[D::out_k];
   if (batches == 0 || m == 0 || n == 0) return;
   const std::size_t lda = a_loc[D::lhs_j], ldb = b_loc[D::rhs_k];
-  std::size_t k = a_loc[D::lhs_j], a_offset = 0, b_offset = 0;
-  if (c.slice_lhs) {  // A holds all of J: read columns [start, start + k) of it
-    k = b_loc[D::rhs_j];
-    a_offset = index_of<Mesh>(c.rhs_gemm, b_global, p)[D::rhs_j].start;
-  } else if (c.slice_rhs) {  // B holds all of J: read rows [start, start + k) of it
-    b_offset = index_of<Mesh>(c.lhs_gemm, a_global, p)[D::lhs_j].start * ldb;
-  }
+  const std::size_t k = local_shape_of<Mesh>(a.spec, a.global, p)[D::lhs_j];
+  const std::size_t a_offset = index_of<Mesh>(a.spec, a.global, p)[D::lhs_j].start -
+                               index_of<Mesh>(a.held, a.global, p)[D::lhs_j].start;
+  const std::size_t b_offset = (index_of<Mesh>(b.spec, b.global, p)[D::rhs_j].start -
+                                index_of<Mesh>(b.held, b.global, p)[D::rhs_j].start) * ldb;
   const std::size_t a_stride = a_loc[D::lhs_i] * a_loc[D::lhs_j];
   const std::size_t b_stride = b_loc[D::rhs_j] * b_loc[D::rhs_k];
   for (std::size_t t = 0; t < batches; ++t) {
-    const T* at = k ? a + t * a_stride + a_offset : nullptr;
-    const T* bt = k ? b + t * b_stride + b_offset : nullptr;
+    const T* at = k ? a.data + t * a_stride + a_offset : nullptr;
+    const T* bt = k ? b.data + t * b_stride + b_offset : nullptr;
     kernels::gemm<T>(m, n, k, at, lda, bt, ldb, out + t * m * n, n);
   }
 }
 
-template <std::size_t Rank>
-std::span<const reshard_step<Rank>> steps_span(const step_list<Rank>& l) {
-  return {l.steps.data(), l.count};
-}
-
 // Runs a matmul plan on every addressable device of `m`: returns the result's blocks by
-// mesh position (laid out by c.out, unreduced over c.out_unreduced). One instantiation per
-// (T, Mesh, Rank): the plan is a value, so tests can run plans chosen at run time.
-// a_blocks[p] / b_blocks[p]: the operands' blocks at position p, sharded by c.lhs / c.rhs.
+// mesh position (laid out by c.out, unreduced over c.out_unreduced). The steps are
+// matmul_steps_of's for these extents (what matmul_plan::steps lists), run by the one
+// executor. One instantiation per (T, Mesh, Rank): the plan is a value, so tests can run
+// plans chosen at run time. a_blocks[p] / b_blocks[p]: the operands' blocks at position p,
+// sharded by c.lhs / c.rhs.
 template <class T, class Mesh, std::size_t Rank>
 std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mesh<Mesh>& m,
                                   const std::vector<std::span<const T>>& a_blocks,
@@ -93,37 +105,33 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
                                   const std::vector<std::span<const T>>& b_blocks,
                                   const shape<Rank>& b_global) {
   using D = matmul_dims<Rank>;
+  using block = operand_block<T, Rank>;
+  constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
+  constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
+  constexpr auto res = static_cast<std::size_t>(step_operand::out);
   shape<Rank> c_global = a_global;
   c_global[D::out_k] = b_global[D::rhs_k];
-  // The even or uneven variant of each reshard, for these extents (as ts::reshard decides).
-  const step_list<Rank> a_steps = lhs_steps<Mesh>(c, a_global);
-  const step_list<Rank> b_steps = rhs_steps<Mesh>(c, b_global);
-  step_list<Rank> c_steps;
-  if (c.out_named) c_steps = out_steps<Mesh>(c, c_global);
+  const matmul_step_list<Rank> list =
+      matmul_steps_of<Mesh>(c, matmul_shapes<Rank>{a_global, b_global, sizeof(T)});
 
   std::vector<buffer<T>> out(Mesh::size);
   backend& bk = m.get_backend();
   for_each_position(m, [&](std::size_t p) {
-    buffer<T> a_own, b_own;
-    const T* a = a_blocks[p].data();
-    const T* b = b_blocks[p].data();
-    if (a_steps.count) {
-      a_own = run_steps_on<T, Mesh, Rank>(bk, p, a, a_global, c.lhs, steps_span(a_steps));
-      a = a_own.data();
-    }
-    if (b_steps.count) {
-      b_own = run_steps_on<T, Mesh, Rank>(bk, p, b, b_global, c.rhs, steps_span(b_steps));
-      b = b_own.data();
-    }
-    const shape<Rank> c_loc = local_shape_of<Mesh>(c.local, c_global, p);
-    buffer<T> c0(host_tensor<T, Rank>::element_count(c_loc));
-    local_matmul<T, Mesh, Rank>(c, p, a, a_global, b, b_global, c0.data(), c_loc);
-    a_own = {};  // free the gathered operands before the output's collectives
-    b_own = {};
-    if (c_steps.count)
-      out[p] = run_steps_on<T, Mesh, Rank>(bk, p, c0.data(), c_global, c.local, steps_span(c_steps));
-    else
-      out[p] = std::move(c0);
+    std::array<block, 4> x;
+    x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
+    x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
+    run_steps<T, Mesh, Rank>(bk, p, steps_span(list), std::span<block>(x),
+                             [&](std::span<block> ops) {
+                               const shape<Rank> c_loc = local_shape_of<Mesh>(c.local, c_global, p);
+                               buffer<T> c0(host_tensor<T, Rank>::element_count(c_loc));
+                               local_matmul<T, Mesh, Rank>(p, ops[lhs], ops[rhs], c0.data(), c_loc);
+                               ops[lhs] = block{};  // free the gathered operands before the
+                               ops[rhs] = block{};  // output's collectives
+                               ops[res] = block(nullptr, c.local, c_global);
+                               ops[res].adopt(std::move(c0), c.local);
+                             });
+    take_slices<T, Mesh, Rank>(p, x[res]);
+    out[p] = std::move(x[res].owned);
   });
   return out;
 }

@@ -9,10 +9,10 @@
 //   auto M = ts::reshard<ts::spec<"x">>(A, other_mesh);   // onto a reordering of the devices
 //   using plan = ts::reshard_plan_for<decltype(A), ts::spec<ts::none, "x">>;  // inspect it
 //
-// The plan (reshard_plan.hpp) is computed at compile time; here it runs: one multi-device
-// operation in which every device walks the steps on its own block, each step writing a
-// new block straight from the previous one (the collective is the only copy; a local slice
-// is one copy of the kept part). A plan with no step returns an array sharing the input's
+// The plan (plan/reshard_plan.hpp) is computed at compile time; here it runs, through the
+// one executor of plans (detail/executor.hpp): one multi-device operation in which every
+// device walks the steps on its own block, each step writing a new block straight from the
+// previous one (the collective is the only copy; a local slice is one copy of the kept part). A plan with no step returns an array sharing the input's
 // shards. The input is never modified.
 //
 // Unreduced inputs are reduced on the way (rule 3): psum if the target is replicated over
@@ -31,11 +31,8 @@
 
 #include "../backend/backend.hpp"
 #include "../detail/buffer.hpp"
-#include "detail/collective_calls.hpp"
-#include "../array/detail/copy_box.hpp"
 #include "../core/detail/diagnose.hpp"
-#include "../core/detail/mesh_group.hpp"
-#include "../core/detail/spec_layout.hpp"
+#include "detail/executor.hpp"
 #include "../array/device_mesh.hpp"
 #include "../core/errors.hpp"
 #include "../plan/reshard_plan.hpp"
@@ -67,99 +64,6 @@ using reshard_plan_for =
                  typename Array::extents_type, typename Array::unreduced_type>;
 
 namespace detail {
-
-template <class Mesh, std::size_t Rank>
-std::vector<std::size_t> member_extents(const mesh_group<Mesh>& g, const spec_array<Rank>& s,
-                                        const shape<Rank>& global, std::size_t d) {
-  std::vector<std::size_t> out(g.size);
-  for (std::size_t r = 0; r < g.size; ++r)
-    out[r] = local_shape_of<Mesh>(s, global, g.members[r])[d];
-  return out;
-}
-
-// Runs `steps` on the block of mesh position p (shape from `from`), returning p's new block.
-// One instantiation per (T, Mesh, Rank): the steps are values.
-template <class T, class Mesh, std::size_t Rank>
-buffer<T> run_steps_on(backend& b, std::size_t p, const T* in, const shape<Rank>& global,
-                       const spec_array<Rank>& from, std::span<const reshard_step<Rank>> steps) {
-  buffer<T> owned;
-  const T* cur = in;
-  spec_array<Rank> cur_spec = from;
-  shape<Rank> cur_shape = local_shape_of<Mesh>(from, global, p);
-  for (const reshard_step<Rank>& step : steps) {
-    const shape<Rank> next_shape = local_shape_of<Mesh>(step.spec_after, global, p);
-    buffer<T> next(host_tensor<T, Rank>::element_count(next_shape));
-    const mesh_group<Mesh> g = group_of<Mesh>(step.axes, p);
-    switch (step.kind) {
-      case reshard_step_kind::all_reduce:
-        b.all_reduce(backend_group(g), element_type_of<T>, reduce_op::sum, cur, next.data(),
-                     next.size());
-        break;
-      case reshard_step_kind::reduce_scatter: {
-        const auto extents = member_extents(g, step.spec_after, global, step.dim);
-        scatter_along(b, backend_group(g), reduce_op::sum, cur, cur_shape, step.dim,
-                      std::span<const std::size_t>(extents), next.data());
-        break;
-      }
-      case reshard_step_kind::all_gather: {
-        const auto extents = member_extents(g, cur_spec, global, step.dim);
-        gather_along(b, backend_group(g), cur, cur_shape, step.dim,
-                     std::span<const std::size_t>(extents), next.data());
-        break;
-      }
-      case reshard_step_kind::all_to_all:
-        // Even shards only (the plan uses all_to_all only then): split along the
-        // dimension the axis joins, concatenate along the one it leaves.
-        all_to_all_along(b, backend_group(g), cur, cur_shape, step.to_dim, step.dim, next.data());
-        break;
-      case reshard_step_kind::slice: {
-        const index_slices<Rank> have = index_of<Mesh>(cur_spec, global, p);
-        const index_slices<Rank> want = index_of<Mesh>(step.spec_after, global, p);
-        shape<Rank> origin{};
-        for (std::size_t d = 0; d < Rank; ++d) origin[d] = want[d].start - have[d].start;
-        copy_box(cur, cur_shape, origin, next.data(), next_shape, shape<Rank>{}, next_shape);
-        break;
-      }
-    }
-    owned = std::move(next);
-    cur = owned.data();
-    cur_spec = step.spec_after;
-    cur_shape = next_shape;
-  }
-  return owned;
-}
-
-// Runs a plan on every device of the array's mesh; returns the new blocks, by position.
-// Not a template of the plan (its steps arrive as values), so a program with many
-// reshards instantiates this once per element type, mesh and rank.
-template <class T, class Mesh, std::size_t Rank>
-std::vector<buffer<T>> run_plan(const device_mesh<Mesh>& m, const shape<Rank>& global,
-                                const std::vector<std::span<const T>>& blocks,
-                                const spec_array<Rank>& from, const spec_array<Rank>& to,
-                                std::span<const reshard_step<Rank>> even_steps,
-                                std::span<const reshard_step<Rank>> uneven_steps) {
-  const bool even = is_even<Mesh>(from, global) && is_even<Mesh>(to, global);
-  const std::span<const reshard_step<Rank>> steps = even ? even_steps : uneven_steps;
-  std::vector<buffer<T>> out(Mesh::size);
-  backend& b = m.get_backend();
-  for_each_position(m, [&](std::size_t p) {
-    out[p] = run_steps_on<T, Mesh, Rank>(b, p, blocks[p].data(), global, from, steps);
-  });
-  return out;
-}
-
-template <class Plan, class T, class Mesh, class Spec, class Extents, class U>
-std::vector<buffer<T>> run_plan(const sharded_array<T, Mesh, Spec, Extents, U>& a) {
-  constexpr std::size_t Rank = Extents::rank;
-  std::vector<std::span<const T>> blocks(Mesh::size);
-  for (std::size_t p = 0; p < Mesh::size; ++p) blocks[p] = a.local_data(p);
-  // With static extents the plan already chose; the run-time check then agrees with it.
-  return run_plan<T, Mesh, Rank>(a.device_mesh(), a.extents(), blocks,
-                                 spec_array_of<typename Plan::from_spec, Rank>(),
-                                 spec_array_of<typename Plan::to_spec, Rank>(),
-                                 std::span<const reshard_step<Rank>>(Plan::even_steps),
-                                 std::span<const reshard_step<Rank>>(Plan::uneven_steps));
-}
 
 // Reshards `a` to Spec, leaving it unreduced over Keep only.
 template <spec_type Spec, unreduced_type Keep, class T, class Mesh, class S, class E, class U>

@@ -2,7 +2,7 @@
 //
 //   using plan = ts::matmul_plan<mesh_2x2, ts::spec<ts::none, "x">, ts::spec<ts::none, ts::none>>;
 //   static_assert(std::is_same_v<plan::out_spec, ts::spec<ts::none, ts::none>>);
-//   static_assert(plan::steps[0].kind == ts::matmul_step_kind::all_gather);
+//   static_assert(plan::steps[0].kind == ts::step_kind::all_gather);
 //   static_assert(!ts::communication_free<plan>);
 //   plan::describe();   // "all_gather(lhs, dim 1, over x); local gemm"
 //
@@ -22,7 +22,7 @@
 //
 // Members: lhs_spec / rhs_spec (the operands as given), lhs_gemm_spec / rhs_gemm_spec (what
 // the local GEMM reads), local_spec and local_unreduced (the local product), out_spec and
-// out_unreduced (the result), steps (std::array<matmul_step, N>, in order), describe(),
+// out_unreduced (the result), steps (std::array<ts::step<rank>, N>, in order), describe(),
 // communicates, collectives, bytes_per_device / flops_per_device (static extents),
 // bytes_moved(lhs_shape, rhs_shape) (any extents). ts::communication_free<plan> holds when
 // no collective runs.
@@ -45,6 +45,7 @@
 #include "reshard_plan.hpp"
 #include "../core/spec.hpp"
 #include "../core/unreduced.hpp"
+#include "step.hpp"
 
 namespace typeshard {
 
@@ -181,130 +182,62 @@ struct matmul_too_many_partial_axes {
 
 }  // namespace diagnostic
 
-// matmul_step_kind: what one step of a matmul plan does.
-enum class matmul_step_kind {
-  all_gather,      // all_gather(operand, dim d, over axes)
-  all_to_all,      // all_to_all(operand, dim d -> dim e, over axis)
-  psum,            // psum(out, over axes): all-reduce the partial sums
-  psum_scatter,    // psum_scatter(out, dim d, over axes): reduce-scatter them
-  slice,           // slice(operand, dim d, over axes): take a block locally, no communication
-  local_gemm       // the per-device GEMM
-};
-
-enum class matmul_operand { lhs, rhs, out };
-
-constexpr const char* to_string(matmul_step_kind k) {
-  switch (k) {
-    case matmul_step_kind::all_gather: return "all_gather";
-    case matmul_step_kind::all_to_all: return "all_to_all";
-    case matmul_step_kind::psum: return "psum";
-    case matmul_step_kind::psum_scatter: return "psum_scatter";
-    case matmul_step_kind::slice: return "slice";
-    case matmul_step_kind::local_gemm: return "local gemm";
-  }
-  return "?";
-}
-
-constexpr const char* to_string(matmul_operand o) {
-  switch (o) {
-    case matmul_operand::lhs: return "lhs";
-    case matmul_operand::rhs: return "rhs";
-    case matmul_operand::out: return "out";
-  }
-  return "?";
-}
-
-// matmul_step: one step of a plan.
-struct matmul_step {
-  matmul_step_kind kind = matmul_step_kind::local_gemm;
-  matmul_operand operand = matmul_operand::out;
-  std::size_t dim = 0;     // the dimension gathered, scattered, sliced; all_to_all: source
-  std::size_t to_dim = 0;  // all_to_all: the dimension the axis joins
-  dim_spec axes{};         // the mesh axes, major first
-
-  constexpr bool communicates() const {
-    return kind != matmul_step_kind::slice && kind != matmul_step_kind::local_gemm;
-  }
-
-  // "all_gather(lhs, dim 1, over x)", "psum(out, over (x, y))", "local gemm".
-  std::string describe() const {
-    if (kind == matmul_step_kind::local_gemm) return "local gemm";
-    std::string out = std::string(to_string(kind)) + "(" + to_string(operand);
-    if (kind == matmul_step_kind::all_to_all)
-      out += ", dim " + std::to_string(dim) + " -> dim " + std::to_string(to_dim);
-    else if (kind != matmul_step_kind::psum)
-      out += ", dim " + std::to_string(dim);
-    out += ", over ";
-    if (axes.count == 1) return out + std::string(axes.axes[0].view()) + ")";
-    out += "(";
-    for (std::size_t a = 0; a < axes.count; ++a)
-      out += (a ? ", " : "") + std::string(axes.axes[a].view());
-    return out + "))";
-  }
-
-  friend constexpr bool operator==(const matmul_step&, const matmul_step&) = default;
-};
-
 namespace detail {
 
 inline constexpr std::size_t max_matmul_steps = 3 * max_reshard_steps + 2 * 4 + 1;
 
-struct matmul_step_list {
-  std::array<matmul_step, max_matmul_steps> steps{};
-  std::size_t count = 0;
-  constexpr void push(const matmul_step& s) { steps[count++] = s; }
-};
-
-// Appends a reshard's steps, in matmul_step terms (a local slice is listed per dimension).
 template <std::size_t Rank>
-constexpr void append_reshard(matmul_step_list& out, matmul_operand who,
+using matmul_step_list = step_array<Rank, max_matmul_steps>;
+
+// Appends a reshard's steps for operand `who` (a local slice is listed per dimension, each
+// step leaving the sharding with that dimension sliced).
+template <std::size_t Rank>
+constexpr void append_reshard(matmul_step_list<Rank>& out, step_operand who,
                               const spec_array<Rank>& from, const step_list<Rank>& steps) {
   spec_array<Rank> cur = from;
   for (std::size_t i = 0; i < steps.count; ++i) {
-    const reshard_step<Rank>& s = steps.steps[i];
-    switch (s.kind) {
-      case reshard_step_kind::all_reduce:
-        out.push({matmul_step_kind::psum, who, 0, 0, s.axes});
-        break;
-      case reshard_step_kind::reduce_scatter:
-        out.push({matmul_step_kind::psum_scatter, who, s.dim, s.dim, s.axes});
-        break;
-      case reshard_step_kind::all_gather:
-        out.push({matmul_step_kind::all_gather, who, s.dim, s.dim, s.axes});
-        break;
-      case reshard_step_kind::all_to_all:
-        out.push({matmul_step_kind::all_to_all, who, s.dim, s.to_dim, s.axes});
-        break;
-      case reshard_step_kind::slice:
-        for (std::size_t d = 0; d < Rank; ++d)
-          if (!(cur[d] == s.spec_after[d]))
-            out.push({matmul_step_kind::slice, who, d, d,
-                      suffix(s.spec_after[d], common_prefix(cur[d], s.spec_after[d]))});
-        break;
+    step<Rank> s = steps.steps[i];
+    s.operand = who;
+    if (s.kind != step_kind::slice) {
+      out.push(s);
+    } else {
+      for (std::size_t d = 0; d < Rank; ++d) {
+        if (cur[d] == s.spec_after[d]) continue;
+        const dim_spec gained = suffix(s.spec_after[d], common_prefix(cur[d], s.spec_after[d]));
+        cur[d] = s.spec_after[d];
+        out.push(step<Rank>{step_kind::slice, who, d, d, gained, cur, s.unreduced_after});
+      }
     }
     cur = s.spec_after;
   }
 }
 
-// The steps of a choice, for shapes `sh` (which decide the even or uneven reshard variant).
+// The steps of a choice, for shapes `sh` (which decide the even or uneven reshard variant):
+// what matmul_plan::steps lists and what ts::matmul runs (ops/detail/executor.hpp).
+// The operand that holds all of J (slice_lhs / slice_rhs) is sliced to the other's J
+// blocks, which the GEMM reads in place.
 template <class Mesh, std::size_t Rank>
-constexpr matmul_step_list matmul_steps_of(const matmul_choice<Rank>& c,
-                                           const matmul_shapes<Rank>& sh) {
+constexpr matmul_step_list<Rank> matmul_steps_of(const matmul_choice<Rank>& c,
+                                                 const matmul_shapes<Rank>& sh) {
   using D = matmul_dims<Rank>;
-  matmul_step_list out;
-  append_reshard(out, matmul_operand::lhs, c.lhs, lhs_steps<Mesh>(c, sh.lhs));
-  append_reshard(out, matmul_operand::rhs, c.rhs, rhs_steps<Mesh>(c, sh.rhs));
-  if (c.slice_lhs) out.push({matmul_step_kind::slice, matmul_operand::lhs, D::lhs_j, D::lhs_j, c.contract});
-  if (c.slice_rhs) out.push({matmul_step_kind::slice, matmul_operand::rhs, D::rhs_j, D::rhs_j, c.contract});
-  out.push({});
-  if (c.out_named) append_reshard(out, matmul_operand::out, c.local, out_steps<Mesh>(c, sh.out()));
-  return out;
-}
-
-template <std::size_t N>
-constexpr std::array<matmul_step, N> take_matmul_steps(const matmul_step_list& list) {
-  std::array<matmul_step, N> out{};
-  for (std::size_t i = 0; i < N; ++i) out[i] = list.steps[i];
+  matmul_step_list<Rank> out;
+  append_reshard(out, step_operand::lhs, c.lhs, lhs_steps<Mesh>(c, sh.lhs));
+  append_reshard(out, step_operand::rhs, c.rhs, rhs_steps<Mesh>(c, sh.rhs));
+  if (c.slice_lhs) {
+    spec_array<Rank> after = c.lhs_gemm;
+    after[D::lhs_j] = c.contract;
+    out.push(step<Rank>{step_kind::slice, step_operand::lhs, D::lhs_j, D::lhs_j, c.contract,
+                        after, c.lhs_unreduced});
+  }
+  if (c.slice_rhs) {
+    spec_array<Rank> after = c.rhs_gemm;
+    after[D::rhs_j] = c.contract;
+    out.push(step<Rank>{step_kind::slice, step_operand::rhs, D::rhs_j, D::rhs_j, c.contract,
+                        after, c.rhs_unreduced});
+  }
+  out.push(step<Rank>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local,
+                      c.partial});
+  if (c.out_named) append_reshard(out, step_operand::out, c.local, out_steps<Mesh>(c, sh.out()));
   return out;
 }
 
@@ -465,18 +398,18 @@ struct matmul_plan {
  private:
   // From make(), not `choice`: g++ 12 mis-evaluates some copies out of a constexpr object
   // (see detail/matmul_planner.hpp), so the constant evaluations start from fresh values.
-  static constexpr detail::matmul_step_list list_ = detail::matmul_steps_of<Mesh>(make(), shapes());
+  static constexpr detail::matmul_step_list<R> list_ =
+      detail::matmul_steps_of<Mesh>(make(), shapes());
 
  public:
   // The steps, in order: the operands' collectives and slices, the local GEMM, then the
   // output's reduction and resharding.
-  static constexpr std::array<matmul_step, list_.count> steps =
-      detail::take_matmul_steps<list_.count>(list_);
+  static constexpr std::array<step<R>, list_.count> steps = detail::take_steps<list_.count>(list_);
 
   // How many collectives run, and whether any does.
   static constexpr std::size_t collectives = [] {
     std::size_t n = 0;
-    for (const matmul_step& s : steps) n += s.communicates() ? 1 : 0;
+    for (const step<R>& s : steps) n += s.communicates() ? 1 : 0;
     return n;
   }();
   static constexpr bool communicates = collectives != 0;
@@ -502,7 +435,7 @@ struct matmul_plan {
   // "all_gather(lhs, dim 1, over x); local gemm".
   static std::string describe() {
     std::string out;
-    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].describe();
+    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].call_string();
     return out;
   }
 };

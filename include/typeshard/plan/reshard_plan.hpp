@@ -3,7 +3,7 @@
 //   using plan = ts::reshard_plan<mesh_2x2, ts::spec<"x", ts::none>, ts::spec<ts::none, "x">,
 //                                 ts::extents<8, 8>>;
 //   static_assert(plan::steps.size() == 1);
-//   static_assert(plan::steps[0].kind == ts::reshard_step_kind::all_to_all);
+//   static_assert(plan::steps[0].kind == ts::step_kind::all_to_all);
 //   static_assert(!ts::communication_free<plan>);
 //   std::cout << plan::describe();
 //
@@ -46,6 +46,7 @@
 #include "../core/mesh.hpp"
 #include "../core/spec.hpp"
 #include "../core/unreduced.hpp"
+#include "step.hpp"
 
 namespace typeshard {
 
@@ -74,64 +75,6 @@ struct too_many_unreduced_axes {
 
 }  // namespace diagnostic
 
-// reshard_step_kind: what one step of a plan does.
-enum class reshard_step_kind {
-  all_reduce,      // psum over `axes`: the unreduced axes become reduced, replicated
-  reduce_scatter,  // psum_scatter over `axes` along `dim`: reduced, and `dim` gains `axes`
-  all_gather,      // all_gather over `axes` along `dim`: `dim` loses `axes` (its minor ones)
-  all_to_all,      // all_to_all over `axes` (one axis): it leaves `dim` and joins `to_dim`
-  slice            // local: dimensions gain axes by taking their block; no communication
-};
-
-constexpr const char* to_string(reshard_step_kind k) {
-  switch (k) {
-    case reshard_step_kind::all_reduce: return "psum";
-    case reshard_step_kind::reduce_scatter: return "psum_scatter";
-    case reshard_step_kind::all_gather: return "all_gather";
-    case reshard_step_kind::all_to_all: return "all_to_all";
-    case reshard_step_kind::slice: return "slice";
-  }
-  return "?";
-}
-
-// reshard_step: one step, and the sharding it leaves behind.
-template <std::size_t Rank>
-struct reshard_step {
-  reshard_step_kind kind = reshard_step_kind::slice;
-  dim_spec axes{};                        // the collective's mesh axes, major first
-  std::size_t dim = 0;                    // gather / scatter dimension; all_to_all: source
-  std::size_t to_dim = 0;                 // all_to_all: the dimension the axis joins
-  detail::spec_array<Rank> spec_after{};  // the sharding after this step
-  dim_spec unreduced_after{};             // the axes still unreduced after it
-
-  constexpr bool communicates() const { return kind != reshard_step_kind::slice; }
-
-  // "all_to_all over 'x': dimension 0 -> 1 => PartitionSpec(None, 'x')".
-  std::string describe() const {
-    std::string out = to_string(kind);
-    switch (kind) {
-      case reshard_step_kind::all_reduce:
-        out += " over " + detail::axes_string(axes);
-        break;
-      case reshard_step_kind::reduce_scatter:
-      case reshard_step_kind::all_gather:
-        out += " over " + detail::axes_string(axes) + " along dimension " + std::to_string(dim);
-        break;
-      case reshard_step_kind::all_to_all:
-        out += " over " + detail::axes_string(axes) + ": dimension " + std::to_string(dim) +
-               " -> " + std::to_string(to_dim) + " (split_axis=" + std::to_string(to_dim) +
-               ", concat_axis=" + std::to_string(dim) + ")";
-        break;
-      case reshard_step_kind::slice:
-        out += " (local, no communication)";
-        break;
-    }
-    out += " => " + detail::spec_string(spec_after);
-    if (unreduced_after.count) out += " unreduced over " + detail::axes_string(unreduced_after);
-    return out;
-  }
-};
-
 // shard_evenness: whether a plan's shards are known to divide evenly.
 enum class shard_evenness { even, uneven, decided_at_run_time };
 
@@ -140,10 +83,7 @@ namespace detail {
 inline constexpr std::size_t max_reshard_steps = 24;
 
 template <std::size_t Rank>
-struct step_list {
-  std::array<reshard_step<Rank>, max_reshard_steps> steps{};
-  std::size_t count = 0;
-};
+using step_list = step_array<Rank, max_reshard_steps>;
 
 constexpr bool contains(const dim_spec& list, axis_name a) { return list.uses(a); }
 
@@ -199,8 +139,8 @@ constexpr step_list<Rank> plan_reshard(const spec_array<Rank>& from, const dim_s
   step_list<Rank> out;
   spec_array<Rank> cur = from;
   dim_spec unred = unreduced;
-  auto push = [&](reshard_step_kind k, const dim_spec& axes, std::size_t dim, std::size_t to_dim) {
-    out.steps[out.count++] = reshard_step<Rank>{k, axes, dim, to_dim, cur, unred};
+  auto push = [&](step_kind k, const dim_spec& axes, std::size_t dim, std::size_t to_dim) {
+    out.push(step<Rank>{k, step_operand::array, dim, to_dim, axes, cur, unred});
   };
 
   // 1. reduce.
@@ -222,11 +162,11 @@ constexpr step_list<Rank> plan_reshard(const spec_array<Rank>& from, const dim_s
     for (std::size_t i = 0; i < scatter.count; ++i) append(cur[d], scatter.axes[i]);
     to_reduce = without(to_reduce, scatter);
     unred = without(unred, scatter);
-    push(reshard_step_kind::reduce_scatter, scatter, d, d);
+    push(step_kind::psum_scatter, scatter, d, d);
   }
   if (to_reduce.count != 0) {
     unred = without(unred, to_reduce);
-    push(reshard_step_kind::all_reduce, to_reduce, 0, 0);
+    push(step_kind::psum, to_reduce, 0, 0);
   }
 
   // 2. move.
@@ -243,7 +183,7 @@ constexpr step_list<Rank> plan_reshard(const spec_array<Rank>& from, const dim_s
         append(cur[j], a);
         dim_spec one;
         append(one, a);
-        push(reshard_step_kind::all_to_all, one, d, j);
+        push(step_kind::all_to_all, one, d, j);
         acted = true;
       }
       // Else gather the fewest minor axes that uncover one an all_to_all can move, or all
@@ -261,7 +201,7 @@ constexpr step_list<Rank> plan_reshard(const spec_array<Rank>& from, const dim_s
         }
         const dim_spec gathered = suffix(cur[d], keep_count);
         truncate(cur[d], keep_count);
-        push(reshard_step_kind::all_gather, gathered, d, d);
+        push(step_kind::all_gather, gathered, d, d);
         acted = true;
       }
       if (!acted) break;
@@ -271,22 +211,15 @@ constexpr step_list<Rank> plan_reshard(const spec_array<Rank>& from, const dim_s
       if (cur[d] == to[d] || cur[d].count == 0) continue;
       const dim_spec gathered = cur[d];
       cur[d] = dim_spec{};
-      push(reshard_step_kind::all_gather, gathered, d, d);
+      push(step_kind::all_gather, gathered, d, d);
     }
   }
 
   // 3. slice.
   if (cur != to) {
     cur = to;
-    push(reshard_step_kind::slice, dim_spec{}, 0, 0);
+    push(step_kind::slice, dim_spec{}, 0, 0);
   }
-  return out;
-}
-
-template <std::size_t N, std::size_t Rank>
-constexpr std::array<reshard_step<Rank>, N> take_steps(const step_list<Rank>& list) {
-  std::array<reshard_step<Rank>, N> out{};
-  for (std::size_t i = 0; i < N; ++i) out[i] = list.steps[i];
   return out;
 }
 
@@ -320,7 +253,7 @@ constexpr shard_evenness evenness_of(const spec_array<Rank>& from, const spec_ar
 }
 
 template <std::size_t N, std::size_t Rank>
-constexpr bool any_communicates(const std::array<reshard_step<Rank>, N>& steps) {
+constexpr bool any_communicates(const std::array<step<Rank>, N>& steps) {
   for (const auto& s : steps)
     if (s.communicates()) return true;
   return false;
@@ -353,8 +286,8 @@ constexpr bool check_reshard() {
 namespace detail {
 template <std::size_t Rank>
 std::string describe_plan(std::string title, shard_evenness evenness,
-                          std::span<const reshard_step<Rank>> even,
-                          std::span<const reshard_step<Rank>> uneven);
+                          std::span<const step<Rank>> even,
+                          std::span<const step<Rank>> uneven);
 }  // namespace detail
 
 // reshard_plan<Mesh, From, To, Extents, Unreduced, Keep>: how an array of extents Extents,
@@ -368,7 +301,7 @@ struct reshard_plan {
   using from_spec = typename detail::padded_spec<From, rank>::type;
   using to_spec = typename detail::padded_spec<To, rank>::type;
   using unreduced_type = Unreduced;
-  using step_type = reshard_step<rank>;
+  using step_type = step<rank>;
 
   // Whether the inputs are valid (else a diagnostic fired and the plan is empty).
   static constexpr bool valid = detail::check_reshard<Mesh, From, To, rank, Unreduced, Keep>();
@@ -414,7 +347,7 @@ struct reshard_plan {
                                                  detail::any_communicates(uneven_steps);
 
   // How many steps of a kind `steps` has.
-  template <reshard_step_kind Kind>
+  template <step_kind Kind>
   static constexpr std::size_t count = [] {
     std::size_t n = 0;
     for (const auto& s : steps) n += s.kind == Kind;
@@ -433,8 +366,8 @@ struct reshard_plan {
 namespace detail {
 
 template <std::size_t Rank>
-constexpr bool same_steps(std::span<const reshard_step<Rank>> a,
-                          std::span<const reshard_step<Rank>> b) {
+constexpr bool same_steps(std::span<const step<Rank>> a,
+                          std::span<const step<Rank>> b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].kind != b[i].kind || !(a[i].axes == b[i].axes) || a[i].dim != b[i].dim ||
@@ -446,9 +379,9 @@ constexpr bool same_steps(std::span<const reshard_step<Rank>> a,
 // reshard_plan::describe's body, one instantiation per rank.
 template <std::size_t Rank>
 std::string describe_plan(std::string out, shard_evenness evenness,
-                          std::span<const reshard_step<Rank>> even,
-                          std::span<const reshard_step<Rank>> uneven) {
-  auto list = [&out](std::span<const reshard_step<Rank>> steps) {
+                          std::span<const step<Rank>> even,
+                          std::span<const step<Rank>> uneven) {
+  auto list = [&out](std::span<const step<Rank>> steps) {
     if (steps.empty()) out += "  (nothing to do)\n";
     for (std::size_t i = 0; i < steps.size(); ++i)
       out += "  " + std::to_string(i + 1) + ". " + steps[i].describe() + "\n";

@@ -207,16 +207,17 @@ constexpr void add_reshard_cost(matmul_cost& cost, const spec_array<Rank>& from,
                                 std::size_t element_size) {
   spec_array<Rank> cur = from;
   for (std::size_t i = 0; i < steps.count; ++i) {
-    const reshard_step<Rank>& s = steps.steps[i];
+    const step<Rank>& s = steps.steps[i];
     const double before = block_elements<Mesh>(cur, global);
     const double n = static_cast<double>(group_size<Mesh>(s.axes));
     double moved = 0;
     switch (s.kind) {
-      case reshard_step_kind::all_gather: moved = (n - 1) * before; break;
-      case reshard_step_kind::all_to_all:
-      case reshard_step_kind::reduce_scatter: moved = (n - 1) / n * before; break;
-      case reshard_step_kind::all_reduce: moved = 2 * (n - 1) / n * before; break;
-      case reshard_step_kind::slice: break;
+      case step_kind::all_gather: moved = (n - 1) * before; break;
+      case step_kind::all_to_all:
+      case step_kind::psum_scatter: moved = (n - 1) / n * before; break;
+      case step_kind::psum: moved = 2 * (n - 1) / n * before; break;
+      case step_kind::slice:
+      case step_kind::local_gemm: break;
     }
     cost.bytes += moved * static_cast<double>(element_size);
     cost.collectives += s.communicates() ? 1 : 0;
