@@ -33,13 +33,16 @@
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/mesh_group.hpp"
-#include "../core/diagnostics.hpp"
 #include "device_mesh.hpp"
 #include "../core/errors.hpp"
 #include "host_tensor.hpp"
 #include "../kernels/gemm.hpp"
 #include "../core/layout.hpp"
 #include "../core/mesh.hpp"
+#include "../core/rules/mesh.hpp"
+#include "../core/rules/rule2_matmul.hpp"
+#include "../core/rules/rule4_shard_map.hpp"
+#include "../core/rules/rule5_elementwise.hpp"
 
 namespace typeshard {
 
@@ -175,9 +178,8 @@ class block {
   // The same block retyped as varying over `More` (which must include Varying).
   template <std::uint64_t More>
   block<T, Rank, Mesh, More> as_varying() const& {
-    static_assert((Varying & ~More) == 0,
-                  "typeshard: rule 4 (shard_map): a block cannot be retyped as varying over "
-                  "fewer axes than it does; fix: reduce or gather over those axes instead");
+    static_assert(
+        detail::require<(Varying & ~More) == 0, diagnostic::block_narrowed<Varying, More>>::value);
     if (owns()) {
       detail::buffer<T> copy(owned_.size());
       std::copy_n(data_, owned_.size(), copy.data());
@@ -187,9 +189,8 @@ class block {
   }
   template <std::uint64_t More>
   block<T, Rank, Mesh, More> as_varying() && {
-    static_assert((Varying & ~More) == 0,
-                  "typeshard: rule 4 (shard_map): a block cannot be retyped as varying over "
-                  "fewer axes than it does; fix: reduce or gather over those axes instead");
+    static_assert(
+        detail::require<(Varying & ~More) == 0, diagnostic::block_narrowed<Varying, More>>::value);
     if (owns()) {
       const shape_type extents = extents_;
       return block<T, Rank, Mesh, More>(context_, extents, std::move(*this).release());
@@ -290,9 +291,10 @@ template <class A, class B, class F>
 auto zip_blocks(const A& a, const B& b, F f, const char* op) {
   using arr_a = std::remove_cvref_t<A>;
   using arr_b = std::remove_cvref_t<B>;
-  static_assert(std::is_same_v<typename arr_a::mesh_type, typename arr_b::mesh_type> &&
-                    arr_a::rank == arr_b::rank,
-                "typeshard: elementwise operations on blocks need the same mesh and rank");
+  static_assert(detail::require<std::is_same_v<typename arr_a::mesh_type,
+                                               typename arr_b::mesh_type> &&
+                                    arr_a::rank == arr_b::rank,
+                                diagnostic::block_operands_differ<arr_a, arr_b>>::value);
   check_same_block_shape(a, b, op);
   using R = std::invoke_result_t<F&, const typename arr_a::value_type&,
                                  const typename arr_b::value_type&>;
@@ -398,10 +400,8 @@ struct transpose_t {
     if constexpr (blk::rank == 2) {
       return transposed<blk>(b);
     } else {
-      static_assert(blk::rank == 2,
-                    "typeshard: ts::transpose(block) needs a rank-2 block (a matrix); fix: "
-                    "transpose the rank-2 operand (matmul(batch, ts::transpose(w)) takes a "
-                    "batched a), or build the permuted block with a loop over its elements");
+      static_assert(
+          detail::require<false, diagnostic::block_transpose_needs_rank_2<blk::rank>>::value);
       return b;  // only after the error above: the block itself, so no second error follows
     }
   }
@@ -448,12 +448,15 @@ auto matmul(const A& a, const B& b) {
   using arr_b = std::remove_cvref_t<B>;
   using T = typename arr_a::value_type;
   constexpr std::size_t R = arr_a::rank;
-  static_assert(std::is_same_v<T, typename arr_b::value_type>,
-                "typeshard: matmul of blocks needs equal element types");
-  static_assert(std::is_same_v<typename arr_a::mesh_type, typename arr_b::mesh_type>,
-                "typeshard: matmul of blocks needs the same mesh");
-  static_assert(R >= 2 && (arr_b::rank == 2 || arr_b::rank == R),
-                "typeshard: matmul of blocks: a has rank >= 2, b has rank 2 or a's rank");
+  static_assert(detail::require<std::is_same_v<T, typename arr_b::value_type>,
+                                diagnostic::block_matmul_element_types_differ<
+                                    T, typename arr_b::value_type>>::value);
+  static_assert(detail::require<std::is_same_v<typename arr_a::mesh_type,
+                                               typename arr_b::mesh_type>,
+                                diagnostic::block_matmul_meshes_differ<
+                                    typename arr_a::mesh_type, typename arr_b::mesh_type>>::value);
+  static_assert(detail::require<(R >= 2 && (arr_b::rank == 2 || arr_b::rank == R)),
+                                diagnostic::block_matmul_ranks_unsupported<R, arr_b::rank>>::value);
   constexpr std::size_t RB = arr_b::rank;
   constexpr bool ta = transposed_block<A>, tb = transposed_block<B>;
   const std::size_t m = a.extent(R - 2), k = a.extent(R - 1);

@@ -33,6 +33,8 @@
 #include "../core/mesh.hpp"
 #include "../core/spec.hpp"
 #include "../core/unreduced.hpp"
+#include "../core/rules/rule3_unreduced.hpp"
+#include "../core/rules/rule6_extents.hpp"
 
 namespace typeshard {
 
@@ -174,9 +176,8 @@ template <spec_type Spec, class Extents = void, mesh_type Mesh, class T,
           std::size_t Rank>
 auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
-  static_assert(E::rank == Rank,
-                "typeshard: device_put: the Extents given have a different rank than the host "
-                "data; give one extent per dimension");
+  static_assert(detail::require<E::rank == Rank,
+                                diagnostic::extents_rank_differs_from_data<E::rank, Rank>>::value);
   using array_type = sharded_array<T, Mesh, Spec, E>;
   using layout_type = typename array_type::layout_type;
   array_type::check_static_extents(host.extents());
@@ -205,14 +206,13 @@ template <spec_type Spec, class Extents = void, mesh_type Mesh, std::size_t Rank
   requires std::invocable<F&, const index_slices<Rank>&>
 auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_block) {
   using block_type = std::remove_cvref_t<std::invoke_result_t<F&, const index_slices<Rank>&>>;
-  static_assert(std::is_same_v<block_type, host_tensor<typename block_type::value_type, Rank>>,
-                "typeshard: device_put(mesh, shape, make_block): make_block(index) must return "
-                "a ts::host_tensor<T, Rank> of the array's rank, holding the slices `index`");
+  static_assert(detail::require<
+                std::is_same_v<block_type, host_tensor<typename block_type::value_type, Rank>>,
+                diagnostic::make_block_result_not_a_shard<block_type, Rank>>::value);
   using T = typename block_type::value_type;
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
-  static_assert(E::rank == Rank,
-                "typeshard: device_put: the Extents given have a different rank than the global "
-                "shape; give one extent per dimension");
+  static_assert(detail::require<E::rank == Rank,
+                                diagnostic::extents_rank_differs_from_shape<E::rank, Rank>>::value);
   using array_type = sharded_array<T, Mesh, Spec, E>;
   using layout_type = typename array_type::layout_type;
   array_type::check_static_extents(global);
@@ -290,10 +290,7 @@ void gather_to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a,
 // devices must call it, and each gets the whole array (JAX's process_allgather). A value still unreduced over some axis must be reduced first (rule 3).
 template <class T, class Mesh, class Spec, class Extents, class Unreduced>
 host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a) {
-  static_assert(Unreduced::empty,
-                "typeshard: rule 3 (unreduced): to_host of a value that is still a partial sum "
-                "over some mesh axis; fix: reduce it first with ts::reshard<Spec>(x) or "
-                "ts::psum<\"axis\">(x)");
+  static_assert(detail::require<Unreduced::empty, diagnostic::to_host_unreduced<Unreduced>>::value);
   constexpr std::size_t Rank = Extents::rank;
   using layout_type = typename sharded_array<T, Mesh, Spec, Extents, Unreduced>::layout_type;
   host_tensor<T, Rank> out(a.extents());

@@ -15,7 +15,7 @@
 
 #include "detail/axis_name.hpp"
 #include "detail/diagnose.hpp"
-#include "diagnostics.hpp"
+#include "rules/mesh.hpp"
 
 namespace typeshard {
 

@@ -15,8 +15,8 @@
 
 #include "detail/axis_name.hpp"
 #include "detail/diagnose.hpp"
-#include "diagnostics.hpp"
 #include "mesh.hpp"
+#include "rules/rule1_spec.hpp"
 
 namespace typeshard {
 
@@ -53,7 +53,8 @@ struct dim_spec {
 template <std::size_t... N>
 consteval dim_spec axes(const char (&... axis_labels)[N]) {
   static_assert(sizeof...(N) >= 1 && sizeof...(N) <= dim_spec::max_axes,
-                "typeshard: ts::axes(...) takes 1 to 4 mesh axis names");
+                "typeshard: ts::axes(...) takes 1 to 4 mesh axis names; fix: name 1 to 4 axes "
+                "for one dimension (a dimension is sharded over at most 4 axes)");
   dim_spec d;
   if constexpr (sizeof...(N) <= dim_spec::max_axes)  // else only the message above
     ((d.axes[d.count++] = axis_name(axis_labels)), ...);

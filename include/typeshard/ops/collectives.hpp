@@ -38,35 +38,12 @@
 #include "detail/collective_calls.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/mesh_group.hpp"
-#include "../core/diagnostics.hpp"
 #include "../core/errors.hpp"
 #include "../core/layout.hpp"
+#include "../core/rules/collectives.hpp"
+#include "../core/rules/mesh.hpp"
 
 namespace typeshard {
-
-namespace diagnostic {
-
-template <char... Axis>
-struct collective_axis_repeated {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_chars<Axis...>,
-                  "typeshard: collectives: a mesh axis is named twice in one collective; "
-                  "fix: name each axis once, e.g. ts::psum<\"x\", \"y\">(block)");
-    return true;
-  }
-};
-
-template <std::size_t Count>
-struct collective_too_many_axes {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_values<Count>,
-                  "typeshard: collectives: at most 4 mesh axes per collective; fix: split it "
-                  "into several collectives");
-    return true;
-  }
-};
-
-}  // namespace diagnostic
 
 namespace detail {
 
@@ -144,33 +121,31 @@ auto reduce_block(const B& x) {
 
 }  // namespace detail
 
-// psum<Axes...>(x): the sum of x over the group (all-reduce), on every member.
-template <axis_name... Axes, block_type B>
-  requires(sizeof...(Axes) >= 1)
-auto psum(const B& x) {
-  if constexpr (!detail::check_collective_axes<typename B::mesh_type, Axes...>())
+namespace detail {
+
+template <reduce_op Op, axis_name... Axes, class B>
+auto checked_reduce(const B& x) {
+  if constexpr (!check_collective_axes<typename B::mesh_type, Axes...>())
     return x;
   else
-    return detail::reduce_block<reduce_op::sum, Axes...>(x);
+    return reduce_block<Op, Axes...>(x);
 }
 
-// pmax / pmin: the elementwise maximum / minimum over the group.
-template <axis_name... Axes, block_type B>
-  requires(sizeof...(Axes) >= 1)
-auto pmax(const B& x) {
-  if constexpr (!detail::check_collective_axes<typename B::mesh_type, Axes...>())
-    return x;
-  else
-    return detail::reduce_block<reduce_op::max, Axes...>(x);
-}
-template <axis_name... Axes, block_type B>
-  requires(sizeof...(Axes) >= 1)
-auto pmin(const B& x) {
-  if constexpr (!detail::check_collective_axes<typename B::mesh_type, Axes...>())
-    return x;
-  else
-    return detail::reduce_block<reduce_op::min, Axes...>(x);
-}
+}  // namespace detail
+
+// psum<Axes...>(x): the sum of x over the group (all-reduce), on every member.
+// pmax / pmin: the elementwise maximum / minimum over the group (NaN-aware, as the
+// elementwise ts::maximum / ts::minimum: kernels/functors.hpp).
+#define TYPESHARD_GROUP_REDUCTION(name, op)                  \
+  template <axis_name... Axes, block_type B>                 \
+    requires(sizeof...(Axes) >= 1)                           \
+  auto name(const B& x) {                                    \
+    return detail::checked_reduce<reduce_op::op, Axes...>(x); \
+  }
+TYPESHARD_GROUP_REDUCTION(psum, sum)
+TYPESHARD_GROUP_REDUCTION(pmax, max)
+TYPESHARD_GROUP_REDUCTION(pmin, min)
+#undef TYPESHARD_GROUP_REDUCTION
 
 // pmean: psum divided by the group size (integer division for integer elements).
 template <axis_name... Axes, block_type B>

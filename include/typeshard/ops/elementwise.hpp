@@ -21,40 +21,14 @@
 
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
-#include "../core/diagnostics.hpp"
 #include "../core/errors.hpp"
 #include "../array/block.hpp"
 #include "../array/sharded_array.hpp"
 #include "../kernels/functors.hpp"
+#include "../core/rules/rule3_unreduced.hpp"
+#include "../core/rules/rule5_elementwise.hpp"
 
 namespace typeshard {
-
-namespace diagnostic {
-
-template <class Unreduced>
-struct nonlinear_op_on_unreduced {
-  static constexpr bool fire() {
-    static_assert(detail::always_false<Unreduced>,
-                  "typeshard: rule 3 (unreduced): a non-linear operation on a value that is "
-                  "still a partial sum over a mesh axis; fix: reduce it first with "
-                  "ts::reshard<Spec>(x) or ts::psum<\"axis\">(x), then apply the operation");
-    return true;
-  }
-};
-
-template <class LhsUnreduced, class RhsUnreduced>
-struct unreduced_axes_differ {
-  static constexpr bool fire() {
-    static_assert(detail::always_false<LhsUnreduced, RhsUnreduced>,
-                  "typeshard: rule 3 (unreduced): adding values that are unreduced over "
-                  "different mesh axes (or a partial sum and a full value) is not linear in "
-                  "the partial sums; fix: reduce both first, or make both unreduced over the "
-                  "same axes");
-    return true;
-  }
-};
-
-}  // namespace diagnostic
 
 namespace detail {
 

@@ -44,6 +44,7 @@
 #include "../plan/matmul_plan.hpp"
 #include "detail/executor.hpp"
 #include "../array/sharded_array.hpp"
+#include "../core/rules/rule2_matmul.hpp"
 
 namespace typeshard {
 

@@ -38,24 +38,9 @@
 #include "../plan/reshard_plan.hpp"
 #include "../array/sharded_array.hpp"
 #include "../core/unreduced.hpp"
+#include "../core/rules/rule3_unreduced.hpp"
 
 namespace typeshard {
-
-namespace diagnostic {
-
-template <char... Axis>
-struct psum_over_reduced_axis {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_chars<Axis...>,
-                  "typeshard: rule 3 (unreduced): ts::psum<\"axis\">(array) over an axis the "
-                  "array is not unreduced over (it would multiply the value by the axis size); "
-                  "fix: psum only the axes of the array's unreduced<...>, or use ts::psum "
-                  "inside ts::shard_map for per-device sums");
-    return true;
-  }
-};
-
-}  // namespace diagnostic
 
 // reshard_plan_for<Array, Spec>: the plan ts::reshard<Spec> runs on an Array.
 template <class Array, spec_type Spec>

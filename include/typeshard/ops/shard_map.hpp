@@ -45,7 +45,6 @@
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../array/device_mesh.hpp"
-#include "../core/diagnostics.hpp"
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
 #include "../core/layout.hpp"
@@ -53,6 +52,8 @@
 #include "reshard.hpp"
 #include "../array/sharded_array.hpp"
 #include "../core/spec.hpp"
+#include "../core/rules/rule4_shard_map.hpp"
+#include "../core/rules/rule6_extents.hpp"
 
 namespace typeshard {
 
@@ -61,53 +62,6 @@ template <spec_type... S>
 struct specs {
   static constexpr std::size_t size = sizeof...(S);
 };
-
-namespace diagnostic {
-
-template <char... Axis>
-struct out_spec_claims_replication {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_chars<Axis...>,
-                  "typeshard: rule 4 (shard_map): the out spec replicates over a mesh axis "
-                  "that the returned block still varies over; fix: reduce or gather over that "
-                  "axis first (ts::psum<\"axis\">(b), ts::all_gather<\"axis\">(b, dim)), or "
-                  "shard an output dimension over it in the out spec");
-    return true;
-  }
-};
-
-template <std::size_t InSpecs, std::size_t Arguments>
-struct shard_map_argument_count {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_values<InSpecs, Arguments>,
-                  "typeshard: shard_map: the number of arguments differs from the number of "
-                  "in specs; fix: give one in spec per argument (ts::specs<...> for several)");
-    return true;
-  }
-};
-
-template <class Expected, class Got>
-struct shard_map_mesh_differs {
-  static constexpr bool fire() {
-    static_assert(detail::always_false<Expected, Got>,
-                  "typeshard: shard_map: an argument lives on a different mesh type than the "
-                  "shard_map's; fix: device_put it on the shard_map's mesh");
-    return true;
-  }
-};
-
-template <class Returned>
-struct shard_map_result_not_blocks {
-  static constexpr bool fire() {
-    static_assert(detail::always_false<Returned>,
-                  "typeshard: shard_map: the function must return a block of the mesh (or a "
-                  "std::tuple of blocks, one per out spec); fix: return the block, e.g. the "
-                  "result of a collective or an operation on the input blocks");
-    return true;
-  }
-};
-
-}  // namespace diagnostic
 
 namespace detail {
 

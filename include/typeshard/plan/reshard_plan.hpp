@@ -47,33 +47,9 @@
 #include "../core/spec.hpp"
 #include "../core/unreduced.hpp"
 #include "step.hpp"
+#include "../core/rules/rule3_unreduced.hpp"
 
 namespace typeshard {
-
-namespace diagnostic {
-
-template <char... Axis>
-struct unreduced_axis_also_shards {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_chars<Axis...>,
-                  "typeshard: rule 3 (unreduced): an axis is both unreduced and sharding a "
-                  "dimension of the same array; fix: a partial sum over an axis must be "
-                  "replicated over it: shard that dimension over another axis");
-    return true;
-  }
-};
-
-template <std::size_t Count>
-struct too_many_unreduced_axes {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_values<Count>,
-                  "typeshard: rule 3 (unreduced): a value unreduced over more than 4 mesh axes; "
-                  "fix: reduce some of them first");
-    return true;
-  }
-};
-
-}  // namespace diagnostic
 
 // shard_evenness: whether a plan's shards are known to divide evenly.
 enum class shard_evenness { even, uneven, decided_at_run_time };

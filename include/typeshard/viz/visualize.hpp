@@ -43,6 +43,7 @@
 #include "../core/errors.hpp"
 #include "../core/layout.hpp"
 #include "../array/sharded_array.hpp"
+#include "../core/rules/visualize.hpp"
 
 namespace typeshard {
 
@@ -60,22 +61,6 @@ struct visualize_options {
   std::size_t min_width = 9;    // narrowest box, in characters
   std::size_t max_width = 80;   // widest box, and the width of the console JAX draws on
 };
-
-namespace diagnostic {
-
-template <std::size_t Rank>
-struct visualize_needs_rank_1_or_2 {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_values<Rank>,
-                  "typeshard: visualize: only 1-D and 2-D arrays can be drawn (as in "
-                  "jax.debug.visualize_array_sharding); fix: draw two of its dimensions, "
-                  "ts::visualize_sharding<ts::spec<d0, d1>>(os, mesh, ts::shape<2>{n0, n1}) "
-                  "with those dimensions' spec entries and extents");
-    return true;
-  }
-};
-
-}  // namespace diagnostic
 
 namespace detail {
 

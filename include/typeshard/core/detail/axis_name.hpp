@@ -23,7 +23,8 @@ struct axis_name {
   consteval axis_name(const char (&literal)[N])
       : length(N - 1 <= max_axis_name_length ? N - 1 : max_axis_name_length) {  // NOLINT: implicit on purpose
     static_assert(N - 1 <= max_axis_name_length,
-                  "typeshard: axis name too long: a mesh axis name has at most 31 characters");
+                  "typeshard: axis name too long: a mesh axis name has at most 31 characters; "
+                  "fix: use a shorter name");
     if (N - 1 == 0) throw "typeshard: an axis name must not be empty";
     // Bounded by the capacity too, so that a too-long name gives only the message above.
     for (std::size_t i = 0; i + 1 < N && i < max_axis_name_length; ++i) chars[i] = literal[i];

@@ -1,4 +1,4 @@
-// expect: typeshard: ts::transpose\(block\) needs a rank-2 block
+// expect: typeshard: rule 2 \(matmul\): ts::transpose\(block\) needs a rank-2 block
 // ts::transpose views a matrix as its transpose for block-level matmul; a rank-3 block has
 // no single transpose (which two dimensions?), so it is refused where the view is made. The
 // twin transposes a rank-2 block, one matrix of the batch.
