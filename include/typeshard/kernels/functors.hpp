@@ -60,6 +60,8 @@ struct with_scalar {
   S s;
   auto operator()(auto x) const { return f(x, s); }
 };
+template <class F, class S>
+with_scalar(F, S) -> with_scalar<F, S>;  // clang 14 deduces no aggregate's arguments
 
 // ---- unary ---------------------------------------------------------------------------------
 
