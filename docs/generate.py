@@ -20,6 +20,13 @@ Directives (one per line, an HTML comment, in a *.md.in template):
                                             by rule, with the compile-fail tests whose
                                             `// expect:` regex matches it
 
+--check writes nothing and fails (exit 1) when a generated doc that needs no build is stale
+(docs/rules.md: the rules table, its line numbers and links) or docs/reference/ no longer
+matches include/typeshard/: one page per public header (a header under core/rules/ is
+documented by core/diagnostics.md), no page without its header, every page listed in
+docs/reference/README.md, every relative link landing on a file. CTest runs it
+(static.architecture.docs).
+
 --check-reference compiles and runs every ```cpp block of docs/reference/**/*.md (all in one
 program: each block's main becomes a function the program calls), so the reference examples
 cannot rot either. A block whose info string has more words (```cpp mpi) is not compiled.
@@ -408,6 +415,64 @@ def check_reference(cxx: str) -> None:
     print(f"gen-docs: {len(blocks)} reference examples compile with {cxx} and run", file=sys.stderr)
 
 
+# ---- staleness check (no build needed) -------------------------------------------------------
+
+LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+
+
+def reference_problems() -> list[str]:
+    """What makes docs/reference/ disagree with include/typeshard/ (see --check)."""
+    problems = []
+    include = ROOT / "include" / "typeshard"
+    reference = ROOT / "docs" / "reference"
+    pages = {p.relative_to(reference).as_posix() for p in reference.rglob("*.md")} - {"README.md"}
+    wanted = set()
+    for header in include.rglob("*.hpp"):
+        rel = header.relative_to(include).as_posix()
+        if "/detail/" in f"/{rel}" or rel.startswith("detail/"):
+            continue
+        if "/rules/" in f"/{rel}":
+            rel = rel.split("rules/")[0] + "diagnostics.hpp"
+        wanted.add(rel[:-len(".hpp")] + ".md")
+    for page in sorted(wanted - pages):
+        problems.append(f"docs/reference/{page} is missing: every public header has a page")
+    for page in sorted(pages - wanted):
+        problems.append(f"docs/reference/{page} documents no header of include/typeshard/")
+    index = (reference / "README.md").read_text()
+    listed = {m.group(1) for m in LINK.finditer(index)}
+    for page in sorted(pages & wanted):
+        if page not in listed:
+            problems.append(f"docs/reference/README.md does not list {page}")
+    for md in sorted(reference.rglob("*.md")):
+        for m in LINK.finditer(md.read_text()):
+            target = m.group(1)
+            if "://" in target or not re.search(r"\.(md|hpp|cpp|txt)$", target):
+                continue
+            if not (md.parent / target).resolve().exists():
+                problems.append(f"{md.relative_to(ROOT)}: the link {target} lands on no file")
+    return problems
+
+
+def check(examples: "Examples") -> int:
+    """--check: 0 when docs/rules.md and docs/reference/ are up to date, else 1."""
+    problems = []
+    for template in sorted((ROOT / "docs").glob("*.md.in")):
+        text = template.read_text()
+        if any(DIRECTIVE.match(l) and DIRECTIVE.match(l).group(1) in ("output", "compiler-output")
+               for l in text.splitlines()):
+            continue  # needs built examples or compilers: scripts/gen-docs regenerates it
+        target = template.with_suffix("")
+        if not target.exists() or render(template, examples) != target.read_text():
+            problems.append(f"{target.relative_to(ROOT)} is stale: run scripts/gen-docs "
+                            f"(or python3 docs/generate.py --only {target.name[:-3]})")
+    problems += reference_problems()
+    for p in problems:
+        print(f"gen-docs --check: {p}", file=sys.stderr)
+    if not problems:
+        print("gen-docs --check: docs/rules.md and docs/reference/ are up to date", file=sys.stderr)
+    return 1 if problems else 0
+
+
 # ---- main ------------------------------------------------------------------------------------
 
 def main() -> int:
@@ -420,9 +485,13 @@ def main() -> int:
                     help="generate only docs/NAME.md (repeatable; default: every docs/*.md.in)")
     ap.add_argument("--no-write", action="store_true",
                     help="generate and check, but write nothing")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if docs/rules.md or docs/reference/ is stale")
     args = ap.parse_args()
     try:
         examples = Examples(args.build_dir.resolve())
+        if args.check:
+            return check(examples)
         templates = sorted((ROOT / "docs").glob("*.md.in"))
         if args.only:
             templates = [t for t in templates if t.name[:-len(".md.in")] in args.only]

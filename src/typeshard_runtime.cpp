@@ -1,7 +1,7 @@
 // src/typeshard_runtime.cpp: typeshard's separately compiled runtime (CMake target
 // typeshard::runtime). It compiles once what a header-only program compiles in every TU
 // that uses it: the backend interface's checks, the thread pool, the shard allocator.
-// See include/typeshard/config.hpp.
+// See include/typeshard/core/config.hpp.
 //
 // Built by hand: g++ -std=c++20 -O2 -DTYPESHARD_SEPARATE_COMPILATION -Iinclude -c
 // src/typeshard_runtime.cpp, then compile every TU of the program with

@@ -7,7 +7,7 @@
 //       axis needs size >= 1"
 //   diagnose.hpp:36:45: note: in instantiation of member function
 //       'typeshard::diagnostic::mesh_axis_of_size_zero<1>::fire' requested here
-#include <typeshard/mesh.hpp>
+#include <typeshard/core/mesh.hpp>
 
 namespace ts = typeshard;
 

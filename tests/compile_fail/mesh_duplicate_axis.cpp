@@ -10,7 +10,7 @@
 //       'typeshard::diagnostic::duplicate_mesh_axis<'x'>::fire' requested here
 //   mesh.hpp:77:73: note: in instantiation of static data member ...
 //   mesh_duplicate_axis.cpp: note: in instantiation of template class 'typeshard::mesh<...>'
-#include <typeshard/mesh.hpp>
+#include <typeshard/core/mesh.hpp>
 
 namespace ts = typeshard;
 

@@ -10,7 +10,7 @@
 // (g++ 12: "required from ... require_named<false, typeshard::detail::axis_name{"z", 1}, ...").
 #include <cstddef>
 
-#include <typeshard/mesh.hpp>
+#include <typeshard/core/mesh.hpp>
 
 namespace ts = typeshard;
 

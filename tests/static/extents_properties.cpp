@@ -4,7 +4,7 @@
 #include <limits>
 #include <type_traits>
 
-#include <typeshard/extents.hpp>
+#include <typeshard/core/extents.hpp>
 
 namespace ts = typeshard;
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include <typeshard/layout.hpp>
+#include <typeshard/core/layout.hpp>
 
 namespace ts = typeshard;
 

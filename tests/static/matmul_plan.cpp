@@ -3,7 +3,7 @@
 // Seed 001 section 3 (2x2 mesh, 4x4 matrices), seed 004 (8 x 4096 x 4096, batch sharded),
 // the cost-based choices when an output spec is named, multi-axis dimensions, 1-D and 3-D
 // meshes, and the plan's members (steps, communication, bytes per device).
-#include <typeshard/matmul_plan.hpp>
+#include <typeshard/plan/matmul_plan.hpp>
 
 #include <type_traits>
 

@@ -4,7 +4,7 @@
 // pair the rules allow, the typed plan's output spec, unreduced axes and communication
 // agree with the rule (case 4 pairs are skipped here: instantiating their plan is the
 // compile error of tests/compile_fail/rule2_case4_without_out_spec.cpp).
-#include <typeshard/matmul_plan.hpp>
+#include <typeshard/plan/matmul_plan.hpp>
 
 #include <cstddef>
 #include <type_traits>

@@ -3,7 +3,7 @@
 #include <array>
 #include <cstddef>
 
-#include <typeshard/mesh.hpp>
+#include <typeshard/core/mesh.hpp>
 
 namespace ts = typeshard;
 

@@ -1,6 +1,6 @@
 // Compile-time properties of reshard plans: which steps a plan takes, in which order, with
 // what sharding after each, whether it communicates, and how evenness picks the variant.
-#include <typeshard/reshard_plan.hpp>
+#include <typeshard/plan/reshard_plan.hpp>
 
 namespace ts = typeshard;
 

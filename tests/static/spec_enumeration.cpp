@@ -6,7 +6,7 @@
 #include <utility>
 #include <type_traits>
 
-#include <typeshard/spec.hpp>
+#include <typeshard/core/spec.hpp>
 
 #include "../unit/support/foundation.hpp"
 

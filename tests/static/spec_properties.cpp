@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include <typeshard/spec.hpp>
+#include <typeshard/core/spec.hpp>
 
 namespace ts = typeshard;
 

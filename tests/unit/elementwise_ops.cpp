@@ -285,6 +285,29 @@ TEST_CASE("NaN and infinity pass through where the op preserves them", "[element
   CHECK(std::isnan(ts::to_host(x - x)(1, 0)));
 }
 
+TEST_CASE("abs(-0.0) is +0.0 everywhere: global arrays, blocks, the functor", "[elementwise][abs]") {
+  // One family of functions (kernels/functors.hpp) serves arrays and blocks; blocks used to
+  // compute abs as x < 0 ? -x : x, which keeps -0.0.
+  CHECK_FALSE(std::signbit(ts::fn::abs(-0.0)));
+  CHECK_FALSE(std::signbit(ts::fn::abs(-0.0f)));
+  CHECK(ts::fn::abs(-3) == 3);
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_2x2> m{devices};
+  const ts::host_tensor<double, 2> h({4, 2}, {-0.0, 0.0, -0.0, -1.5, -0.0, 2.0, -0.0, -0.0});
+  const auto x = ts::device_put<ts::spec<"x", ts::none>>(m, h);
+  const auto on_array = ts::to_host(ts::abs(x));
+  const auto on_blocks = ts::to_host(ts::shard_map<mesh_2x2, ts::spec<"x", ts::none>,
+                                                   ts::spec<"x", ts::none>>(
+      [](const auto& b) { return ts::abs(b); })(x));
+  for (const auto& r : {on_array, on_blocks}) {
+    for (std::size_t i = 0; i < r.values().size(); ++i) {
+      INFO("element " << i);
+      CHECK(r.values()[i] == std::abs(h.values()[i]));
+      CHECK_FALSE(std::signbit(r.values()[i]));
+    }
+  }
+}
+
 TEST_CASE("operands on different devices are a device_mesh_error naming both", "[elementwise]") {
   ts::cpu_devices devices{8};
   const ts::device_mesh<mesh_2x2> low{devices};

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <typeshard/host_tensor.hpp>
+#include <typeshard/array/host_tensor.hpp>
 
 #include "support/foundation.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <type_traits>
 
-#include <typeshard/layout.hpp>
+#include <typeshard/core/layout.hpp>
 
 #include "support/foundation.hpp"
 #include "support/layout_reference.hpp"

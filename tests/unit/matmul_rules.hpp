@@ -8,7 +8,7 @@
 // Used by tests/static/matmul_plan_exhaustive.cpp at compile time and by the unit tests.
 #pragma once
 
-#include <typeshard/matmul_plan.hpp>
+#include <typeshard/plan/matmul_plan.hpp>
 
 #include <array>
 #include <cstddef>

@@ -9,7 +9,7 @@
 #pragma once
 
 #include <typeshard/typeshard.hpp>
-#include <typeshard/matmul.hpp>
+#include <typeshard/ops/matmul.hpp>
 
 #include <catch2/catch.hpp>
 

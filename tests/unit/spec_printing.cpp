@@ -2,9 +2,9 @@
 // same things, so a JAX user reads typeshard's output at sight.
 #include <catch2/catch.hpp>
 
-#include <typeshard/layout.hpp>
-#include <typeshard/mesh.hpp>
-#include <typeshard/spec.hpp>
+#include <typeshard/core/layout.hpp>
+#include <typeshard/core/mesh.hpp>
+#include <typeshard/core/spec.hpp>
 
 namespace {
 namespace ts = typeshard;

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "../config.hpp"
+#include "../core/config.hpp"
 #include "detail/function_ref.hpp"
 
 namespace typeshard {

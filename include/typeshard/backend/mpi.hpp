@@ -60,7 +60,7 @@
 #include "detail/function_ref.hpp"
 #include "detail/mpi_datatypes.hpp"
 #include "detail/reduce_kernels.hpp"
-#include "../errors.hpp"
+#include "../core/errors.hpp"
 #include "backend.hpp"
 
 namespace typeshard {

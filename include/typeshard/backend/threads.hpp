@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "../config.hpp"
+#include "../core/config.hpp"
 #include "backend.hpp"
 #include "detail/function_ref.hpp"
 

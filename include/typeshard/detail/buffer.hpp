@@ -14,8 +14,8 @@
 #include <string>
 #include <type_traits>
 
-#include "../config.hpp"
-#include "../errors.hpp"
+#include "../core/config.hpp"
+#include "../core/errors.hpp"
 
 
 namespace typeshard::detail {

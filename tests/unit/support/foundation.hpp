@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include <typeshard/layout.hpp>
-#include <typeshard/mesh.hpp>
-#include <typeshard/spec.hpp>
+#include <typeshard/core/layout.hpp>
+#include <typeshard/core/mesh.hpp>
+#include <typeshard/core/spec.hpp>
 
 namespace ts_test {
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include <typeshard/layout.hpp>
+#include <typeshard/core/layout.hpp>
 
 #include "foundation.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "../backend.hpp"
-#include "../../errors.hpp"
+#include "../../core/errors.hpp"
 
 namespace typeshard::detail {
 

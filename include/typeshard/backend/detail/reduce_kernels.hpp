@@ -1,8 +1,9 @@
 // typeshard/backend/detail/reduce_kernels.hpp: elementwise reductions over raw buffers,
 // dispatched on a backend's element_type tag. Internal: do not rely on anything in detail/.
 //
-// Used by the thread-pool backend's all_reduce and reduce_scatter. Loops are plain, over
-// contiguous runs, so the compiler vectorises them.
+// Used by the thread-pool backend's all_reduce and reduce_scatter. max and min are
+// kernels/functors.hpp's (NaN-aware, as XLA's), the ones elementwise operations use. Loops
+// are plain, over contiguous runs, so the compiler vectorises them.
 #pragma once
 
 #include <cmath>
@@ -14,19 +15,10 @@
 #include <type_traits>
 
 #include "../backend.hpp"
-#include "../../errors.hpp"
+#include "../../core/errors.hpp"
+#include "../../kernels/functors.hpp"
 
 namespace typeshard::detail {
-
-// Whether v is a NaN. max and min take a NaN from any member, as XLA's do (so the result
-// does not depend on which device holds the NaN).
-template <class T>
-inline bool is_nan(const T& v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::isnan(v);
-  else
-    return false;
-}
 
 template <class T>
 inline void reduce_into(T* acc, const T* x, std::size_t n, reduce_op op) {
@@ -37,12 +29,12 @@ inline void reduce_into(T* acc, const T* x, std::size_t n, reduce_op op) {
     case reduce_op::max:
       if constexpr (requires(T a, T b) { a < b; })
         for (std::size_t i = 0; i < n; ++i)
-          acc[i] = acc[i] < x[i] || is_nan(x[i]) ? x[i] : acc[i];
+          acc[i] = fn::maximum(acc[i], x[i]);
       return;
     case reduce_op::min:
       if constexpr (requires(T a, T b) { a < b; })
         for (std::size_t i = 0; i < n; ++i)
-          acc[i] = x[i] < acc[i] || is_nan(x[i]) ? x[i] : acc[i];
+          acc[i] = fn::minimum(acc[i], x[i]);
       return;
   }
 }

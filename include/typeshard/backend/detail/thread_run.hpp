@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "../../errors.hpp"
+#include "../../core/errors.hpp"
 #include "../backend.hpp"
 
 namespace typeshard::detail {

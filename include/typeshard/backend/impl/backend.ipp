@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../../errors.hpp"
+#include "../../core/errors.hpp"
 #include "../backend.hpp"
 
 namespace typeshard {

@@ -7,7 +7,7 @@
 #include <exception>
 #include <string>
 
-#include "../../errors.hpp"
+#include "../../core/errors.hpp"
 #include "../detail/reduce_kernels.hpp"
 #include "../detail/stream_copy.hpp"
 #include "../detail/thread_run.hpp"

@@ -1,0 +1,499 @@
+// typeshard/array/block.hpp: one device's local block inside ts::shard_map, typed by the mesh axes
+// it varies over (rule 4 of DESIGN.md; JAX's varying manual axes, `vma`).
+//
+//   // inside shard_map<mesh, spec<"x", none>, ...>: x is a block<float, 2, mesh, vary<"x">>
+//   auto g = ts::all_gather<"x">(x, 0);     // invariant over "x" again
+//   auto y = ts::matmul(g, w);              // varies over the union of g's and w's axes
+//   auto s = ts::psum<"y">(y);              // invariant over "y"
+//   auto dw = ts::matmul(ts::transpose(x), y);  // x^T . y, x read in place (no copy)
+//
+// A block holds its element type, rank and mesh in its type, its extents at run time, and
+// its data: either its own buffer, or a read-only view of an input array's shard (shard_map
+// hands inputs over without copying; writing through data() first copies, so a shard of
+// the caller's array is never modified). Its varying set is a bit mask over the mesh's
+// axes: bit i set means the values may differ between devices along mesh axis i. Inputs
+// vary over the axes their in spec shards over; collectives change the set (psum and
+// all_gather over X remove X, psum_scatter, all_to_all and ppermute over X add it); binary
+// operations take the union. A block may always be treated as varying over more axes (the
+// conversion is implicit: JAX's pvary), never fewer.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../backend/backend.hpp"
+#include "../detail/buffer.hpp"
+#include "../core/detail/diagnose.hpp"
+#include "../core/detail/mesh_group.hpp"
+#include "device_mesh.hpp"
+#include "../core/errors.hpp"
+#include "host_tensor.hpp"
+#include "../kernels/gemm.hpp"
+#include "../core/layout.hpp"
+#include "../core/mesh.hpp"
+#include "../core/rules/mesh.hpp"
+#include "../core/rules/rule2_matmul.hpp"
+#include "../core/rules/rule4_shard_map.hpp"
+#include "../core/rules/rule5_elementwise.hpp"
+
+namespace typeshard {
+
+// vary<Mesh, "x", "y">: the varying-set bit mask of those mesh axes.
+template <mesh_type Mesh, axis_name... Axes>
+inline constexpr std::uint64_t vary = (std::uint64_t{0} | ... |
+                                       (std::uint64_t{1} << Mesh::index_of(Axes)));
+
+// The varying-set mask of the axes a spec shards over.
+template <mesh_type Mesh, spec_type Spec>
+inline constexpr std::uint64_t vary_of_spec = [] {
+  std::uint64_t m = 0;
+  for (std::size_t i = 0; i < Mesh::rank; ++i)
+    if (Spec::uses(Mesh::axes[i].name)) m |= std::uint64_t{1} << i;
+  return m;
+}();
+
+// shard_context: where a per-device function runs: its device mesh and mesh position.
+template <mesh_type Mesh>
+class shard_context {
+ public:
+  shard_context(const device_mesh<Mesh>& m, std::size_t position) : mesh_(&m), position_(position) {}
+
+  const device_mesh<Mesh>& mesh() const { return *mesh_; }
+  backend& get_backend() const { return mesh_->get_backend(); }
+  std::size_t position() const { return position_; }
+  device_id device() const { return mesh_->device_at(position_); }
+  std::array<std::size_t, Mesh::rank> coordinates() const { return Mesh::coordinates(position_); }
+
+  // axis_index<"x">(): this device's coordinate along "x" (JAX's lax.axis_index); with
+  // several axes, its index in their group (the first axis major).
+  template <axis_name... Axes>
+    requires(sizeof...(Axes) >= 1)
+  std::size_t axis_index() const {
+    static_assert((detail::require_named<Mesh::contains(Axes), Axes,
+                                         diagnostic::mesh_has_no_such_axis>::value && ...));
+    dim_spec axes;
+    ((axes.axes[axes.count++] = Axes), ...);
+    return detail::group_rank<Mesh>(axes, position_);
+  }
+
+ private:
+  const device_mesh<Mesh>* mesh_;
+  std::size_t position_;
+};
+
+struct block_view_t {
+  explicit block_view_t() = default;
+};
+inline constexpr block_view_t block_view{};
+
+template <class T, std::size_t Rank, mesh_type Mesh, std::uint64_t Varying = 0>
+class block {
+  static_assert(Rank >= 1, "typeshard: a block needs rank >= 1 (use extents {1} for a scalar)");
+
+ public:
+  using value_type = T;
+  using mesh_type = Mesh;
+  static constexpr std::size_t rank = Rank;
+  static constexpr std::uint64_t varying = Varying;
+  using shape_type = typeshard::shape<Rank>;
+
+  // Whether the values may differ between devices along the named mesh axis.
+  template <axis_name Axis>
+  static constexpr bool varies_over = ((Varying >> Mesh::index_of(Axis)) & 1) != 0;
+
+  // A zero-filled block of the given extents, on the device of `context`.
+  block(const shard_context<Mesh>& context, const shape_type& extents)
+      : context_(context), extents_(extents), owned_(host_tensor<T, Rank>::element_count(extents)) {
+    std::fill_n(owned_.data(), owned_.size(), T{});
+    data_ = owned_.data();
+  }
+
+  // A block of the given extents, every element `value`.
+  block(const shard_context<Mesh>& context, const shape_type& extents, const T& value)
+      : block(context, extents) {
+    std::fill_n(owned_.data(), owned_.size(), value);
+  }
+
+  // A copy of host data (for constants built inside a per-device function).
+  block(const shard_context<Mesh>& context, const host_tensor<T, Rank>& host)
+      : context_(context), extents_(host.extents()), owned_(host.size()) {
+    if (host.size() != 0) std::copy_n(host.data(), host.size(), owned_.data());
+    data_ = owned_.data();
+  }
+
+  // Adopts a buffer holding the block's elements in row-major order.
+  block(const shard_context<Mesh>& context, const shape_type& extents, detail::buffer<T> data)
+      : context_(context), extents_(extents), owned_(std::move(data)), data_(owned_.data()) {
+    if (owned_.size() != host_tensor<T, Rank>::element_count(extents))
+      throw shape_error("typeshard: a block of shape " + to_string(extents) + " needs " +
+                        std::to_string(host_tensor<T, Rank>::element_count(extents)) +
+                        " elements, the buffer has " + std::to_string(owned_.size()));
+  }
+
+  // A read-only view of elements owned elsewhere (an input array's shard); writing
+  // through data() makes a private copy first.
+  block(block_view_t, const shard_context<Mesh>& context, const shape_type& extents, const T* data)
+      : context_(context), extents_(extents), data_(data) {}
+
+  // Copies share a view and copy owned data.
+  block(const block& other)
+      : context_(other.context_), extents_(other.extents_), data_(other.data_) {
+    if (other.owns()) copy_from(other.data_);
+  }
+  block& operator=(const block& other) {
+    if (this != &other) *this = block(other);
+    return *this;
+  }
+  block(block&& other) noexcept
+      : context_(other.context_), extents_(other.extents_), owned_(std::move(other.owned_)),
+        data_(std::exchange(other.data_, nullptr)) {
+    other.extents_ = {};
+  }
+  block& operator=(block&& other) noexcept {
+    context_ = other.context_;
+    extents_ = std::exchange(other.extents_, {});
+    owned_ = std::move(other.owned_);
+    data_ = std::exchange(other.data_, nullptr);
+    return *this;
+  }
+
+  // Widening: a block varying over fewer axes is also one varying over more (pvary).
+  template <std::uint64_t Fewer>
+    requires((Fewer & ~Varying) == 0 && Fewer != Varying)
+  block(const block<T, Rank, Mesh, Fewer>& other)  // NOLINT: implicit on purpose
+      : block(other.template as_varying<Varying>()) {}
+  template <std::uint64_t Fewer>
+    requires((Fewer & ~Varying) == 0 && Fewer != Varying)
+  block(block<T, Rank, Mesh, Fewer>&& other)  // NOLINT: implicit on purpose
+      : block(std::move(other).template as_varying<Varying>()) {}
+
+  // The same block retyped as varying over `More` (which must include Varying).
+  template <std::uint64_t More>
+  block<T, Rank, Mesh, More> as_varying() const& {
+    static_assert(
+        detail::require<(Varying & ~More) == 0, diagnostic::block_narrowed<Varying, More>>::value);
+    if (owns()) {
+      detail::buffer<T> copy(owned_.size());
+      std::copy_n(data_, owned_.size(), copy.data());
+      return block<T, Rank, Mesh, More>(context_, extents_, std::move(copy));
+    }
+    return block<T, Rank, Mesh, More>(block_view, context_, extents_, data_);
+  }
+  template <std::uint64_t More>
+  block<T, Rank, Mesh, More> as_varying() && {
+    static_assert(
+        detail::require<(Varying & ~More) == 0, diagnostic::block_narrowed<Varying, More>>::value);
+    if (owns()) {
+      const shape_type extents = extents_;
+      return block<T, Rank, Mesh, More>(context_, extents, std::move(*this).release());
+    }
+    return block<T, Rank, Mesh, More>(block_view, context_, extents_, data_);
+  }
+
+  const shard_context<Mesh>& context() const { return context_; }
+  const shape_type& extents() const { return extents_; }
+  std::size_t extent(std::size_t d) const { return extents_[d]; }
+  std::size_t size() const { return host_tensor<T, Rank>::element_count(extents_); }
+
+  const T* data() const { return data_; }
+  T* data() {
+    if (!owns()) copy_from(data_);
+    return owned_.data();
+  }
+  std::span<const T> values() const { return {data_, size()}; }
+  std::span<T> values() { return {data(), size()}; }
+
+  template <class... I>
+    requires(sizeof...(I) == Rank)
+  const T& operator()(I... i) const {
+    return data_[offset({static_cast<std::size_t>(i)...})];
+  }
+  template <class... I>
+    requires(sizeof...(I) == Rank)
+  T& operator()(I... i) {
+    return data()[offset({static_cast<std::size_t>(i)...})];
+  }
+
+  host_tensor<T, Rank> to_host() const {
+    return host_tensor<T, Rank>(extents_, std::vector<T>(data_, data_ + size()));
+  }
+
+  // The elements as an owned buffer (copied if this block is a view); leaves it empty.
+  detail::buffer<T> release() && {
+    if (!owns()) copy_from(data_);
+    data_ = nullptr;
+    extents_ = {};
+    return std::move(owned_);
+  }
+
+  // Whether the block owns its elements (else it views an input's shard).
+  bool owns() const { return owned_.data() != nullptr && owned_.data() == data_; }
+
+ private:
+  std::size_t offset(const std::array<std::size_t, Rank>& index) const {
+    std::size_t o = 0;
+    for (std::size_t d = 0; d < Rank; ++d) o = o * extents_[d] + index[d];
+    return o;
+  }
+  void copy_from(const T* src) {
+    detail::buffer<T> copy(size());
+    if (copy.size() != 0) std::copy_n(src, copy.size(), copy.data());
+    owned_ = std::move(copy);
+    data_ = owned_.data();
+  }
+
+  shard_context<Mesh> context_;
+  shape_type extents_{};
+  detail::buffer<T> owned_;
+  const T* data_ = nullptr;
+};
+
+template <class T>
+inline constexpr bool is_block_v = false;
+template <class T, std::size_t R, class M, std::uint64_t V>
+inline constexpr bool is_block_v<block<T, R, M, V>> = true;
+
+template <class T>
+concept block_type = is_block_v<std::remove_cvref_t<T>>;
+
+namespace detail {
+
+template <class B, class R, std::uint64_t V>
+using block_like = block<R, std::remove_cvref_t<B>::rank, typename std::remove_cvref_t<B>::mesh_type, V>;
+
+template <class A, class B>
+void check_same_block_shape(const A& a, const B& b, const char* op) {
+  if (a.extents() != b.extents())
+    throw shape_error(std::string("typeshard: ") + op + " of blocks of shapes " +
+                      to_string(a.extents()) + " and " + to_string(b.extents()) +
+                      "; elementwise operations on blocks need equal shapes");
+}
+
+template <class A, class F>
+auto map_block(const A& a, F f) {
+  using arr = std::remove_cvref_t<A>;
+  using R = std::invoke_result_t<F&, const typename arr::value_type&>;
+  buffer<R> out(a.size());
+  const auto* in = a.data();
+  for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = f(in[i]);
+  return block_like<A, R, arr::varying>(a.context(), a.extents(), std::move(out));
+}
+
+template <class A, class B, class F>
+auto zip_blocks(const A& a, const B& b, F f, const char* op) {
+  using arr_a = std::remove_cvref_t<A>;
+  using arr_b = std::remove_cvref_t<B>;
+  static_assert(detail::require<std::is_same_v<typename arr_a::mesh_type,
+                                               typename arr_b::mesh_type> &&
+                                    arr_a::rank == arr_b::rank,
+                                diagnostic::block_operands_differ<arr_a, arr_b>>::value);
+  check_same_block_shape(a, b, op);
+  using R = std::invoke_result_t<F&, const typename arr_a::value_type&,
+                                 const typename arr_b::value_type&>;
+  buffer<R> out(a.size());
+  const auto* x = a.data();
+  const auto* y = b.data();
+  for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = f(x[i], y[i]);
+  return block_like<A, R, arr_a::varying | arr_b::varying>(a.context(), a.extents(),
+                                                           std::move(out));
+}
+
+}  // namespace detail
+
+// ---- elementwise operations on blocks (local, no communication) ---------------------------
+
+// map(b, f) / zip(a, b, f): f per element; zip's result varies over both operands' axes.
+// The named operations (+ - * /, ts::exp, ts::maximum, ...) are defined once for arrays and
+// blocks in ops/elementwise.hpp, on these two.
+template <block_type B, class F>
+auto map(const B& b, F f) {
+  return detail::map_block(b, f);
+}
+template <block_type A, block_type B, class F>
+auto zip(const A& a, const B& b, F f) {
+  return detail::zip_blocks(a, b, f, "zip");
+}
+
+// ---- transposed views --------------------------------------------------------------------
+
+// transposed<Block>: what ts::transpose(b) returns for a rank-2 block b: b read as its
+// transpose, without copying (an expression, as in Eigen). Block-level ts::matmul takes it
+// for either operand and hands the transpose to the GEMM (BLAS's trans flags), so
+// matmul(transpose(x), dz) costs what matmul(x, dz) does. It refers to b: like an Eigen
+// expression it must not outlive b (use it within the expression that makes it, or while b
+// lives; `auto t = ts::transpose(x * 2);` dangles). eval() makes a block holding the
+// transposed elements, for any other use (elementwise operations, returning it).
+template <block_type Block>
+class transposed {
+ public:
+  using base_type = Block;
+  using value_type = typename Block::value_type;
+  using mesh_type = typename Block::mesh_type;
+  static constexpr std::size_t rank = 2;
+  static constexpr std::uint64_t varying = Block::varying;
+  using shape_type = typeshard::shape<2>;
+
+  template <axis_name Axis>
+  static constexpr bool varies_over = Block::template varies_over<Axis>;
+
+  // Made by ts::transpose(b), which says what is wrong with another rank.
+  explicit transposed(const Block& b)
+    requires(Block::rank == 2)
+      : block_(&b) {}
+
+  // The block this views (stored untransposed).
+  const Block& base() const { return *block_; }
+  const shard_context<mesh_type>& context() const { return block_->context(); }
+
+  // The transposed shape: extent(0) is the block's extent(1).
+  shape_type extents() const { return {block_->extent(1), block_->extent(0)}; }
+  std::size_t extent(std::size_t d) const { return block_->extent(1 - d); }
+  std::size_t size() const { return block_->size(); }
+
+  // t(i, j) is b(j, i).
+  const value_type& operator()(std::size_t i, std::size_t j) const { return (*block_)(j, i); }
+
+  // A new block holding the transposed elements, varying over the same axes.
+  Block eval() const {
+    const std::size_t rows = block_->extent(0), cols = block_->extent(1);
+    detail::buffer<value_type> out(rows * cols);
+    const value_type* in = block_->data();
+    value_type* o = out.data();
+    constexpr std::size_t tile = 32;  // both sides of a tile stay in L1
+    for (std::size_t i0 = 0; i0 < rows; i0 += tile)
+      for (std::size_t j0 = 0; j0 < cols; j0 += tile)
+        for (std::size_t i = i0; i < std::min(rows, i0 + tile); ++i)
+          for (std::size_t j = j0; j < std::min(cols, j0 + tile); ++j)
+            o[j * rows + i] = in[i * cols + j];
+    return Block(block_->context(), shape_type{cols, rows}, std::move(out));
+  }
+
+ private:
+  const Block* block_;
+};
+
+template <class T>
+inline constexpr bool is_transposed_v = false;
+template <class B>
+inline constexpr bool is_transposed_v<transposed<B>> = true;
+
+// A ts::transpose view of a block.
+template <class T>
+concept transposed_block = is_transposed_v<std::remove_cvref_t<T>>;
+
+// transpose(b): b of rank 2 read as its transpose (a view; see transposed above).
+// transpose(transpose(b)) is b itself. A function object, as in Hana: argument-dependent
+// lookup never finds it, so a program's own unqualified `transpose(block)` helper (a common
+// name) keeps calling that helper rather than silently this.
+struct transpose_t {
+  template <block_type B>
+  auto operator()(const B& b) const {
+    using blk = std::remove_cvref_t<B>;
+    if constexpr (blk::rank == 2) {
+      return transposed<blk>(b);
+    } else {
+      static_assert(
+          detail::require<false, diagnostic::block_transpose_needs_rank_2<blk::rank>>::value);
+      return b;  // only after the error above: the block itself, so no second error follows
+    }
+  }
+  template <class B>
+  const B& operator()(const transposed<B>& t) const {
+    return t.base();
+  }
+};
+inline constexpr transpose_t transpose{};
+
+namespace detail {
+
+// The block an operand stores its elements in: the block, or the one a view refers to.
+template <class X>
+const auto& stored_block(const X& x) {
+  if constexpr (transposed_block<X>)
+    return x.base();
+  else
+    return x;
+}
+
+// An operand's shape for a message: "(5, 3)", or "(5, 3) (transposed)" for a view.
+template <class X>
+std::string operand_shape(const X& x) {
+  return to_string(x.extents()) + (transposed_block<X> ? " (transposed)" : "");
+}
+
+}  // namespace detail
+
+// ---- local matmul ------------------------------------------------------------------------
+
+// matmul(a, b): the local product of two blocks, C[..., m, n] = A[..., m, k] . B[..., k, n]
+// (leading batch dimensions of equal extents, or b of rank 2 shared by every batch). It
+// varies over the union of the operands' axes. No communication: inside shard_map the
+// collectives are the program's own (a contraction over a sharded dimension gives each
+// device a partial sum; psum or psum_scatter it). float and double use kernels::gemm.
+// Either operand may be a transposed view of a rank-2 block, ts::transpose(x): the product
+// reads it in place (kernels::gemm's trans flags), and extents, checks and messages are the
+// transposed ones.
+template <class A, class B>
+  requires((block_type<A> || transposed_block<A>) && (block_type<B> || transposed_block<B>))
+auto matmul(const A& a, const B& b) {
+  using arr_a = std::remove_cvref_t<A>;
+  using arr_b = std::remove_cvref_t<B>;
+  using T = typename arr_a::value_type;
+  constexpr std::size_t R = arr_a::rank;
+  static_assert(detail::require<std::is_same_v<T, typename arr_b::value_type>,
+                                diagnostic::block_matmul_element_types_differ<
+                                    T, typename arr_b::value_type>>::value);
+  static_assert(detail::require<std::is_same_v<typename arr_a::mesh_type,
+                                               typename arr_b::mesh_type>,
+                                diagnostic::block_matmul_meshes_differ<
+                                    typename arr_a::mesh_type, typename arr_b::mesh_type>>::value);
+  static_assert(detail::require<(R >= 2 && (arr_b::rank == 2 || arr_b::rank == R)),
+                                diagnostic::block_matmul_ranks_unsupported<R, arr_b::rank>>::value);
+  constexpr std::size_t RB = arr_b::rank;
+  constexpr bool ta = transposed_block<A>, tb = transposed_block<B>;
+  const std::size_t m = a.extent(R - 2), k = a.extent(R - 1);
+  const std::size_t kb = b.extent(RB - 2), n = b.extent(RB - 1);
+  std::size_t batch = 1;
+  for (std::size_t d = 0; d + 2 < R; ++d) {
+    batch *= a.extent(d);
+    if (RB == R && a.extent(d) != b.extent(d))
+      throw shape_error("typeshard: matmul of blocks: batch dimension " + std::to_string(d) +
+                        " has extents " + std::to_string(a.extent(d)) + " and " +
+                        std::to_string(b.extent(d)) + "; batch extents must be equal");
+  }
+  if (k != kb)
+    throw shape_error("typeshard: matmul of blocks of shapes " + detail::operand_shape(a) +
+                      " and " + detail::operand_shape(b) + ": contracting extents " +
+                      std::to_string(k) + " and " + std::to_string(kb) + " differ");
+  shape<R> out_shape = a.extents();
+  out_shape[R - 1] = n;
+  detail::buffer<T> c(host_tensor<T, R>::element_count(out_shape));
+  // Row strides as stored: a transposed A is stored k x m, a transposed B n x k.
+  const std::size_t lda = ta ? m : k, ldb = tb ? k : n;
+  const std::size_t b_stride = RB == R ? k * n : 0;
+  const T* a_data = detail::stored_block(a).data();
+  const T* b_data = detail::stored_block(b).data();
+  for (std::size_t i = 0; i < batch; ++i) {
+    const T* pa = a_data + i * m * k;
+    const T* pb = b_data + i * b_stride;
+    T* pc = c.data() + i * m * n;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      kernels::gemm<T>(m, n, k, pa, lda, pb, ldb, pc, n, false, {.trans_a = ta, .trans_b = tb});
+    } else {  // other element types: the kernels' reference loop, through row/column strides
+      kernels::detail::gemm_naive(m, n, k, pa, ta ? 1 : lda, ta ? lda : 1, pb, tb ? 1 : ldb,
+                                  tb ? ldb : 1, pc, n, false);
+    }
+  }
+  return block<T, R, typename arr_a::mesh_type, arr_a::varying | arr_b::varying>(
+      a.context(), out_shape, std::move(c));
+}
+
+}  // namespace typeshard

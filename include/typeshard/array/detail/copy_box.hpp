@@ -1,0 +1,59 @@
+// typeshard/array/detail/copy_box.hpp: copy an n-dimensional box between row-major arrays.
+// Internal: do not rely on anything in detail/.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+
+namespace typeshard::detail {
+
+// Row-major strides of a shape, in elements.
+template <std::size_t Rank>
+constexpr std::array<std::size_t, Rank> strides_of(const std::array<std::size_t, Rank>& s) {
+  std::array<std::size_t, Rank> st{};
+  std::size_t acc = 1;
+  for (std::size_t d = Rank; d-- > 0;) {
+    st[d] = acc;
+    acc *= s[d];
+  }
+  return st;
+}
+
+// Copies the box of extents `box` starting at `src_origin` in src (of shape src_shape) to
+// `dst_origin` in dst (of shape dst_shape): one memcpy per innermost row.
+template <class T, std::size_t Rank>
+void copy_box(const T* src, const std::array<std::size_t, Rank>& src_shape,
+              const std::array<std::size_t, Rank>& src_origin, T* dst,
+              const std::array<std::size_t, Rank>& dst_shape,
+              const std::array<std::size_t, Rank>& dst_origin,
+              const std::array<std::size_t, Rank>& box) {
+  for (std::size_t e : box)
+    if (e == 0) return;
+  const auto ss = strides_of(src_shape);
+  const auto ds = strides_of(dst_shape);
+  std::size_t src_base = 0, dst_base = 0;
+  for (std::size_t d = 0; d < Rank; ++d) {
+    src_base += src_origin[d] * ss[d];
+    dst_base += dst_origin[d] * ds[d];
+  }
+  const std::size_t row_bytes = box[Rank - 1] * sizeof(T);
+  std::array<std::size_t, Rank> i{};  // odometer over all but the last dimension
+  for (;;) {
+    std::size_t so = src_base, dof = dst_base;
+    for (std::size_t d = 0; d + 1 < Rank; ++d) {
+      so += i[d] * ss[d];
+      dof += i[d] * ds[d];
+    }
+    std::memcpy(dst + dof, src + so, row_bytes);
+    std::size_t d = Rank - 1;
+    for (;;) {
+      if (d == 0) return;
+      --d;
+      if (++i[d] < box[d]) break;
+      i[d] = 0;
+    }
+  }
+}
+
+}  // namespace typeshard::detail

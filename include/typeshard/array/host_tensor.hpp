@@ -1,0 +1,121 @@
+// typeshard/array/host_tensor.hpp: an owning, row-major, n-dimensional array in host memory.
+//
+//   ts::host_tensor<float, 2> a({4, 4});           // zeros
+//   a(1, 2) = 3.0f;
+//   auto b = ts::host_tensor<float, 2>({2, 2}, {1, 2, 3, 4});
+//
+// It is what device_put takes and to_host returns: the single-device view of the data.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/errors.hpp"
+#include "../core/layout.hpp"
+
+namespace typeshard {
+
+template <class T, std::size_t Rank>
+class host_tensor {
+  static_assert(Rank >= 1, "typeshard: host_tensor needs rank >= 1");
+
+ public:
+  using value_type = T;
+  static constexpr std::size_t rank = Rank;
+
+  host_tensor() = default;
+
+  // Zero-initialised tensor of the given extents.
+  explicit host_tensor(const shape<Rank>& extents)
+      : extents_(extents), data_(storable_count(extents)) {}
+
+  host_tensor(const shape<Rank>& extents, const T& fill)
+      : extents_(extents), data_(storable_count(extents), fill) {}
+
+  // Takes `values` in row-major order; their number must equal the product of extents.
+  host_tensor(const shape<Rank>& extents, std::vector<T> values)
+      : extents_(extents), data_(std::move(values)) {
+    if (data_.size() != element_count(extents))
+      throw shape_error("typeshard: host_tensor of shape " + to_string(extents) + " needs " +
+                        std::to_string(element_count(extents)) + " values, got " +
+                        std::to_string(data_.size()) + "; pass exactly one value per element");
+  }
+
+  host_tensor(const shape<Rank>& extents, std::initializer_list<T> values)
+      : host_tensor(extents, std::vector<T>(values)) {}
+
+  const shape<Rank>& extents() const { return extents_; }
+  std::size_t extent(std::size_t d) const { return extents_[d]; }
+  std::size_t size() const { return data_.size(); }
+
+  T* data() { return data_.data(); }
+  const T* data() const { return data_.data(); }
+  std::span<T> values() { return data_; }
+  std::span<const T> values() const { return data_; }
+
+  template <class... I>
+    requires(sizeof...(I) == Rank)
+  T& operator()(I... i) {
+    return data_[offset({static_cast<std::size_t>(i)...})];
+  }
+  template <class... I>
+    requires(sizeof...(I) == Rank)
+  const T& operator()(I... i) const {
+    return data_[offset({static_cast<std::size_t>(i)...})];
+  }
+
+  // Row-major offset of a multi-index.
+  std::size_t offset(const std::array<std::size_t, Rank>& index) const {
+    std::size_t o = 0;
+    for (std::size_t d = 0; d < Rank; ++d) o = o * extents_[d] + index[d];
+    return o;
+  }
+
+  friend bool operator==(const host_tensor&, const host_tensor&) = default;
+
+  // The number of elements of `extents`, or a shape_error if it overflows size_t.
+  static std::size_t element_count(const shape<Rank>& extents) {
+    std::size_t n = 1;
+    for (std::size_t e : extents) n = detail::checked_multiply(n, e, "host_tensor");
+    return n;
+  }
+
+ private:
+  // element_count, or a shape_error if that many elements are more than a std::vector<T>
+  // can hold (which would otherwise throw std::length_error, outside typeshard's errors).
+  static std::size_t storable_count(const shape<Rank>& extents) {
+    const std::size_t n = element_count(extents);
+    if (n > std::vector<T>().max_size())
+      throw shape_error("typeshard: host_tensor of shape " + to_string(extents) + " has " +
+                        std::to_string(n) + " elements, more than fit in memory (at most " +
+                        std::to_string(std::vector<T>().max_size()) +
+                        "); use smaller extents");
+    return n;
+  }
+
+  shape<Rank> extents_{};
+  std::vector<T> data_;
+};
+
+// arange<T>(n): [0, 1, ..., n-1], numpy's arange.
+template <class T>
+host_tensor<T, 1> arange(std::size_t n) {
+  host_tensor<T, 1> out({n});
+  for (std::size_t i = 0; i < n; ++i) out(i) = static_cast<T>(i);
+  return out;
+}
+
+// reshape(t, extents): the same values under new extents (same number of elements).
+template <std::size_t NewRank, class T, std::size_t Rank>
+host_tensor<T, NewRank> reshape(host_tensor<T, Rank> t, const shape<NewRank>& extents) {
+  std::vector<T> values(t.values().begin(), t.values().end());
+  return host_tensor<T, NewRank>(extents, std::move(values));
+}
+
+}  // namespace typeshard

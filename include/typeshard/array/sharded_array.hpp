@@ -1,0 +1,318 @@
+// typeshard/array/sharded_array.hpp: the global-view sharded array, and moving data to and from it.
+//
+//   auto A = ts::device_put<ts::spec<"x", ts::none>>(m, host);   // jax.device_put(x, NamedSharding(m, P('x', None)))
+//   for (const auto& s : A.addressable_shards()) ...              // device, index, shape, data
+//   ts::host_tensor<float, 2> back = ts::to_host(A);
+//   auto B = ts::device_put<ts::spec<"x">>(m, ts::shape<1>{n}, make_block);   // make_array_from_callback
+//
+// The type carries the element, the mesh, the spec (padded with ts::none to the rank),
+// the extents (static or dynamic per dimension) and the unreduced axes. Shards are
+// immutable once made and shared between copies, as jax.Array's are; every operation
+// returns a new array.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../backend/backend.hpp"
+#include "../detail/buffer.hpp"
+#include "detail/copy_box.hpp"
+#include "device_mesh.hpp"
+#include "../core/errors.hpp"
+#include "../core/extents.hpp"
+#include "host_tensor.hpp"
+#include "../core/layout.hpp"
+#include "../core/mesh.hpp"
+#include "../core/spec.hpp"
+#include "../core/unreduced.hpp"
+#include "../core/rules/rule3_unreduced.hpp"
+#include "../core/rules/rule6_extents.hpp"
+
+namespace typeshard {
+
+// shard: one addressable shard, JAX's Shard (device, index, data).
+template <class T, std::size_t Rank>
+struct shard {
+  typeshard::device device;
+  std::size_t mesh_position = 0;      // the device's row-major place in the mesh
+  index_slices<Rank> index{};         // the global slices it holds
+  typeshard::shape<Rank> shape{};     // its local extents
+  std::span<const T> data;            // its elements, row-major over `shape`
+  std::size_t replica_id = 0;         // 0 for the primary copy of these slices
+
+  // A copy of the data as a host tensor.
+  host_tensor<T, Rank> to_host() const {
+    return host_tensor<T, Rank>(shape, std::vector<T>(data.begin(), data.end()));
+  }
+};
+
+// Tag for the low-level constructor that adopts per-device buffers (for typeshard's own
+// operations and for backends; user code makes arrays with device_put).
+struct adopt_shards_t {
+  explicit adopt_shards_t() = default;
+};
+inline constexpr adopt_shards_t adopt_shards{};
+
+template <class T, mesh_type Mesh, spec_type Spec, extents_type Extents,
+          unreduced_type Unreduced = unreduced<>>
+class sharded_array {
+ public:
+  using value_type = T;
+  using mesh_type = Mesh;
+  using spec = typename detail::padded_spec<Spec, Extents::rank>::type;
+  using extents_type = Extents;
+  using unreduced_type = Unreduced;
+  static constexpr std::size_t rank = Extents::rank;
+  using layout_type = layout<Mesh, spec, rank>;
+  using shape_type = typeshard::shape<rank>;
+
+  static_assert(rank >= 1, "typeshard: a sharded array needs rank >= 1");
+  // Rule 1: check_spec fires the rule's own diagnostic when the spec is invalid. The
+  // `|| true` keeps this assertion from adding a second error: the class stays usable, so
+  // the code around it compiles on and the user sees one message.
+  static_assert(detail::check_spec<Mesh, Spec, rank>() || true);
+
+  // Adopts one buffer per mesh position (empty for positions this process does not
+  // address), each holding that position's block in row-major order.
+  sharded_array(adopt_shards_t, const typeshard::device_mesh<Mesh>& m, const shape_type& extents,
+                std::vector<detail::buffer<T>> buffers)
+      : mesh_(m), extents_(extents),
+        shards_(std::make_shared<const std::vector<detail::buffer<T>>>(std::move(buffers))) {
+    check_static_extents(extents);
+    if (shards_->size() != Mesh::size)
+      throw usage_error("typeshard: internal: expected one buffer per mesh position");
+  }
+
+  // Shares the shards of another array with the same layout on the same device mesh (for
+  // operations that change only the type, such as a reshard that moves nothing).
+  sharded_array(adopt_shards_t, const typeshard::device_mesh<Mesh>& m, const shape_type& extents,
+                std::shared_ptr<const std::vector<detail::buffer<T>>> shards)
+      : mesh_(m), extents_(extents), shards_(std::move(shards)) {
+    check_static_extents(extents);
+  }
+  const std::shared_ptr<const std::vector<detail::buffer<T>>>& shared_shards() const {
+    return shards_;
+  }
+
+  const typeshard::device_mesh<Mesh>& device_mesh() const { return mesh_; }
+  const shape_type& extents() const { return extents_; }
+  std::size_t extent(std::size_t d) const { return extents_[d]; }
+  std::size_t size() const { return host_tensor<T, rank>::element_count(extents_); }
+
+  // The slices and local extents held at a mesh position.
+  index_slices<rank> index(std::size_t position) const {
+    return layout_type::index(extents_, position);
+  }
+  shape_type local_shape(std::size_t position) const {
+    return layout_type::local_shape(extents_, position);
+  }
+
+  // The block at a mesh position (empty if this process does not address it).
+  std::span<const T> local_data(std::size_t position) const { return (*shards_)[position].span(); }
+
+  // The shards this process holds, in mesh order.
+  std::vector<shard<T, rank>> addressable_shards() const {
+    std::vector<shard<T, rank>> out;
+    const backend& b = mesh_.get_backend();
+    for (std::size_t p = 0; p < Mesh::size; ++p) {
+      const device_id d = mesh_.device_at(p);
+      if (!b.is_addressable(d)) continue;
+      out.push_back({b.describe(d), p, index(p), local_shape(p), local_data(p),
+                     layout_type::replica_index(p)});
+    }
+    return out;
+  }
+
+  // "NamedSharding(mesh=Mesh('x': 2, 'y': 2), spec=PartitionSpec('x', 'y'))".
+  static std::string sharding_string() {
+    return "NamedSharding(mesh=" + Mesh::to_string() + ", spec=" + spec::to_string() + ")";
+  }
+
+  // Throws shape_error if a static extent disagrees with `extents`.
+  static void check_static_extents(const shape_type& extents) {
+    for (std::size_t d = 0; d < rank; ++d)
+      if (Extents::is_static(d) && Extents::static_extents[d] != extents[d])
+        throw shape_error("typeshard: dimension " + std::to_string(d) + " has extent " +
+                          std::to_string(extents[d]) + " but the array type fixes it to " +
+                          std::to_string(Extents::static_extents[d]) +
+                          "; pass data of that extent or make the extent ts::dyn");
+  }
+
+ private:
+  typeshard::device_mesh<Mesh> mesh_;
+  shape_type extents_;
+  std::shared_ptr<const std::vector<detail::buffer<T>>> shards_;
+};
+
+template <class T>
+inline constexpr bool is_sharded_array_v = false;
+template <class T, class M, class S, class E, class U>
+inline constexpr bool is_sharded_array_v<sharded_array<T, M, S, E, U>> = true;
+
+template <class T>
+concept sharded_array_type = is_sharded_array_v<std::remove_cvref_t<T>>;
+
+namespace detail {
+
+// Runs body(position) on the device of every addressable mesh position, concurrently.
+template <mesh_type Mesh, class Body>
+void for_each_position(const device_mesh<Mesh>& m, Body&& body) {
+  m.get_backend().run(std::span<const device_id>(m.devices()), body);
+}
+
+}  // namespace detail
+
+// device_put<Spec>(mesh, host): shards host data over the mesh (each device copies its
+// slices in parallel). With Extents, dimensions given statically must match the data.
+template <spec_type Spec, class Extents = void, mesh_type Mesh, class T,
+          std::size_t Rank>
+auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
+  using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
+  static_assert(detail::require<E::rank == Rank,
+                                diagnostic::extents_rank_differs_from_data<E::rank, Rank>>::value);
+  using array_type = sharded_array<T, Mesh, Spec, E>;
+  using layout_type = typename array_type::layout_type;
+  array_type::check_static_extents(host.extents());
+
+  std::vector<detail::buffer<T>> buffers(Mesh::size);
+  detail::for_each_position(m, [&](std::size_t p) {
+    const index_slices<Rank> ix = layout_type::index(host.extents(), p);
+    shape<Rank> origin{}, local{};
+    for (std::size_t d = 0; d < Rank; ++d) {
+      origin[d] = ix[d].start;
+      local[d] = ix[d].size();
+    }
+    detail::buffer<T> b(host_tensor<T, Rank>::element_count(local));
+    detail::copy_box(host.data(), host.extents(), origin, b.data(), local, shape<Rank>{}, local);
+    buffers[p] = std::move(b);
+  });
+  return array_type(adopt_shards, m, host.extents(), std::move(buffers));
+}
+
+// device_put<Spec>(mesh, global_shape, make_block): each device's block comes from
+// make_block(index), which returns a host_tensor<T, Rank> holding exactly the global slices
+// `index` (the device's shard): no process ever needs the whole array (SPMD on MPI, JAX's
+// make_array_from_callback). It is called on each device, concurrently on the thread pool,
+// so it must be safe to call from several threads.
+template <spec_type Spec, class Extents = void, mesh_type Mesh, std::size_t Rank, class F>
+  requires std::invocable<F&, const index_slices<Rank>&>
+auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_block) {
+  using block_type = std::remove_cvref_t<std::invoke_result_t<F&, const index_slices<Rank>&>>;
+  static_assert(detail::require<
+                std::is_same_v<block_type, host_tensor<typename block_type::value_type, Rank>>,
+                diagnostic::make_block_result_not_a_shard<block_type, Rank>>::value);
+  using T = typename block_type::value_type;
+  using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
+  static_assert(detail::require<E::rank == Rank,
+                                diagnostic::extents_rank_differs_from_shape<E::rank, Rank>>::value);
+  using array_type = sharded_array<T, Mesh, Spec, E>;
+  using layout_type = typename array_type::layout_type;
+  array_type::check_static_extents(global);
+
+  std::vector<detail::buffer<T>> buffers(Mesh::size);
+  detail::for_each_position(m, [&](std::size_t p) {
+    const index_slices<Rank> ix = layout_type::index(global, p);
+    const shape<Rank> local = layout_type::local_shape(global, p);
+    const host_tensor<T, Rank> block = make_block(ix);
+    if (block.extents() != local)
+      throw shape_error("typeshard: device_put: make_block returned a block of shape " +
+                        to_string(block.extents()) + " for the slices " + to_string(ix) +
+                        " of mesh position " + std::to_string(p) + ", which have shape " +
+                        to_string(local) + "; return exactly the slices asked for");
+    detail::buffer<T> b(block.size());
+    if (block.size() != 0) std::memcpy(b.data(), block.data(), block.size() * sizeof(T));
+    buffers[p] = std::move(b);
+  });
+  return array_type(adopt_shards, m, global, std::move(buffers));
+}
+
+namespace detail {
+
+// to_host where this process does not address every device (MPI): the primary shards are
+// all-gathered over the whole mesh (JAX's process_allgather), then placed.
+template <class T, class Mesh, class Spec, class Extents, class Unreduced>
+void gather_to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a,
+                    host_tensor<T, Extents::rank>& out) {
+  constexpr std::size_t Rank = Extents::rank;
+  using layout_type = typename sharded_array<T, Mesh, Spec, Extents, Unreduced>::layout_type;
+  const device_mesh<Mesh>& m = a.device_mesh();
+  backend& b = m.get_backend();
+  std::size_t first = Mesh::size;  // the first addressable position places the result
+  for (std::size_t p = Mesh::size; p-- > 0;)
+    if (b.is_addressable(m.device_at(p))) first = p;
+  if (first == Mesh::size)
+    throw usage_error("typeshard: to_host: this process (process " +
+                      std::to_string(b.process_index()) + " of " +
+                      std::to_string(b.process_count()) + ") holds none of the devices of " +
+                      m.to_string() + ", so it takes no part in gathering the array; call "
+                      "to_host only on the processes of the array's devices");
+  std::vector<std::size_t> everyone(Mesh::size), counts(Mesh::size), offsets(Mesh::size);
+  std::size_t total = 0;
+  for (std::size_t p = 0; p < Mesh::size; ++p) {
+    everyone[p] = p;
+    counts[p] = layout_type::is_primary(p)
+                    ? host_tensor<T, Rank>::element_count(a.local_shape(p))
+                    : 0;  // replicas hold the same slices: send each once
+    offsets[p] = total;
+    total += counts[p];
+  }
+  for_each_position(m, [&](std::size_t p) {
+    buffer<T> all(total);
+    b.all_gather(collective_group{everyone, p}, element_type_of<T>, a.local_data(p).data(),
+                 all.data(), 1, counts);
+    if (p != first) return;
+    for (std::size_t q = 0; q < Mesh::size; ++q) {
+      if (counts[q] == 0) continue;
+      const index_slices<Rank> ix = a.index(q);
+      shape<Rank> origin{}, local{};
+      for (std::size_t d = 0; d < Rank; ++d) {
+        origin[d] = ix[d].start;
+        local[d] = ix[d].size();
+      }
+      copy_box(all.data() + offsets[q], local, shape<Rank>{}, out.data(), a.extents(), origin,
+               local);
+    }
+  });
+}
+
+}  // namespace detail
+
+// to_host(array): the whole array in host memory (each primary shard copies its block in
+// parallel). Where a process holds only some shards (MPI), every process of the array's
+// devices must call it, and each gets the whole array (JAX's process_allgather). A value still unreduced over some axis must be reduced first (rule 3).
+template <class T, class Mesh, class Spec, class Extents, class Unreduced>
+host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a) {
+  static_assert(detail::require<Unreduced::empty, diagnostic::to_host_unreduced<Unreduced>>::value);
+  constexpr std::size_t Rank = Extents::rank;
+  using layout_type = typename sharded_array<T, Mesh, Spec, Extents, Unreduced>::layout_type;
+  host_tensor<T, Rank> out(a.extents());
+  // A process that does not hold every shard (an MPI rank) gathers them from its peers;
+  // the thread pool holds them all and copies in place, as before.
+  for (device_id d : a.device_mesh().devices())
+    if (!a.device_mesh().get_backend().is_addressable(d)) {
+      detail::gather_to_host(a, out);
+      return out;
+    }
+  detail::for_each_position(a.device_mesh(), [&](std::size_t p) {
+    if (!layout_type::is_primary(p)) return;  // replicas hold the same slices
+    const index_slices<Rank> ix = a.index(p);
+    shape<Rank> origin{}, local{};
+    for (std::size_t d = 0; d < Rank; ++d) {
+      origin[d] = ix[d].start;
+      local[d] = ix[d].size();
+    }
+    detail::copy_box(a.local_data(p).data(), local, shape<Rank>{}, out.data(), a.extents(), origin,
+                     local);
+  });
+  return out;
+}
+
+}  // namespace typeshard

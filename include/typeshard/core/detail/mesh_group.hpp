@@ -1,0 +1,64 @@
+// typeshard/core/detail/mesh_group.hpp: the devices a collective over some mesh axes runs over.
+// Internal: do not rely on anything in detail/.
+//
+// A collective over axes A, called on the device at mesh position p, runs over the
+// positions that share every coordinate of p except those of A: the group. Members are
+// ordered by their coordinates on A read as a mixed-radix number, the first axis of A
+// major, as JAX orders a multi-axis collective (and as a spec entry ts::axes("x", "y")
+// numbers its shards). Pure arithmetic, usable at compile time.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "../layout.hpp"
+#include "../mesh.hpp"
+#include "../spec.hpp"
+
+namespace typeshard::detail {
+
+// group_axes: a list of mesh axes, major first, held in a dim_spec (at most 4).
+using group_axes = dim_spec;
+
+// Number of devices in every group over `axes`, and the rank of position p in its group:
+// the number of shards and the shard of a spec entry over the same axes (the layout core).
+template <class Mesh>
+constexpr std::size_t group_size(const group_axes& axes) {
+  return shards_of<Mesh>(axes);
+}
+template <class Mesh>
+constexpr std::size_t group_rank(const group_axes& axes, std::size_t position) {
+  return shard_of<Mesh>(axes, position);
+}
+
+// The position of member `rank` of the group over `axes` that contains position p.
+template <class Mesh>
+constexpr std::size_t group_member(const group_axes& axes, std::size_t position,
+                                   std::size_t rank) {
+  auto c = Mesh::coordinates(position);
+  for (std::size_t a = axes.count; a-- > 0;) {
+    const std::size_t i = Mesh::index_of(axes.axes[a]);
+    c[i] = rank % Mesh::shape[i];
+    rank /= Mesh::shape[i];
+  }
+  return Mesh::position(c);
+}
+
+// mesh_group: the members (mesh positions, in rank order) and the caller's rank.
+template <class Mesh>
+struct mesh_group {
+  std::array<std::size_t, Mesh::size> members{};
+  std::size_t size = 0;
+  std::size_t rank = 0;
+};
+
+template <class Mesh>
+constexpr mesh_group<Mesh> group_of(const group_axes& axes, std::size_t position) {
+  mesh_group<Mesh> g;
+  g.size = group_size<Mesh>(axes);
+  g.rank = group_rank<Mesh>(axes, position);
+  for (std::size_t r = 0; r < g.size; ++r) g.members[r] = group_member<Mesh>(axes, position, r);
+  return g;
+}
+
+}  // namespace typeshard::detail

@@ -1,0 +1,163 @@
+// typeshard/core/rules/rule2_matmul.hpp: the messages of rule 2 (matmul): the operands of
+// ts::matmul (arrays and blocks): one mesh, one element type, ranks, extents, batch and free
+// dimensions.
+//
+// Checked in: plan/matmul_plan.hpp (detail::check_matmul_inputs, check_matmul_choice),
+// ops/matmul.hpp (check_matmul_arrays), array/block.hpp (block matmul, ts::transpose).
+// Compile-fail tests: tests/compile_fail/rule2_*.cpp. Table: docs/rules.md.
+// Each message is a class template in ts::diagnostic whose fire() holds the static_assert;
+// a check instantiates it through detail::require (core/detail/diagnose.hpp).
+#pragma once
+
+#include <cstddef>
+
+#include "../detail/diagnose.hpp"
+
+namespace typeshard::diagnostic {
+
+template <class LhsMesh, class RhsMesh>
+struct matmul_meshes_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<LhsMesh, RhsMesh>,
+                  "typeshard: rule 2 (matmul): the operands live on different mesh types; fix: "
+                  "put both arrays on the same mesh");
+    return true;
+  }
+};
+
+template <class LhsElement, class RhsElement>
+struct matmul_element_types_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<LhsElement, RhsElement>,
+                  "typeshard: rule 2 (matmul): the operands have different element types; fix: "
+                  "convert one (ts::map(x, [](auto v) { return float(v); })) so both match");
+    return true;
+  }
+};
+
+template <class Element>
+struct matmul_element_not_float_or_double {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<Element>,
+                  "typeshard: rule 2 (matmul): the per-shard GEMM supports float and double "
+                  "elements; fix: convert the operands, or write the product per shard with "
+                  "ts::shard_map");
+    return true;
+  }
+};
+
+template <std::size_t LhsRank, std::size_t RhsRank>
+struct matmul_ranks_unsupported {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<LhsRank, RhsRank>,
+                  "typeshard: rule 2 (matmul): the operands need the same rank, at least 2 "
+                  "(A[..., I, J] . B[..., J, K], the leading dimensions being batch "
+                  "dimensions); fix: reshape the operands so both are matrices or both are "
+                  "batches of matrices with the same batch dimensions");
+    return true;
+  }
+};
+
+template <char... Axis>
+struct matmul_out_spec_not_on_mesh {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_chars<Axis...>,
+                  "typeshard: rule 2 (matmul): the output spec names an axis the operands' mesh "
+                  "does not have (a spec written for another mesh?); fix: name the output "
+                  "sharding with the axes of the operands' mesh");
+    return true;
+  }
+};
+
+template <std::size_t BatchDimension>
+struct matmul_batch_specs_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<BatchDimension>,
+                  "typeshard: rule 2 (matmul): a batch (leading) dimension is sharded "
+                  "differently in the two operands; fix: reshard one operand "
+                  "(ts::reshard<Spec>(x)) so every batch dimension has the same spec entry in "
+                  "both");
+    return true;
+  }
+};
+
+template <std::size_t LhsExtent, std::size_t RhsExtent>
+struct matmul_contracting_extents_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<LhsExtent, RhsExtent>,
+                  "typeshard: rule 2 (matmul): the contracting dimension J has different static "
+                  "extents in lhs (its last dimension) and rhs (its second-to-last); fix: "
+                  "A[..., I, J] . B[..., J, K] needs the same J in both operands");
+    return true;
+  }
+};
+
+template <std::size_t BatchDimension, std::size_t LhsExtent, std::size_t RhsExtent>
+struct matmul_batch_extents_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<BatchDimension, LhsExtent, RhsExtent>,
+                  "typeshard: rule 2 (matmul): a batch (leading) dimension has different static "
+                  "extents in the two operands; fix: both operands need the same batch "
+                  "extents");
+    return true;
+  }
+};
+
+template <char... Axis>
+struct matmul_free_dims_share_axis {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_chars<Axis...>,
+                  "typeshard: rule 2 (matmul): lhs's rows I and rhs's columns K are sharded "
+                  "over the same mesh axis (A[I_X, J] . B[J, K_X], case 4), so the result "
+                  "C[I_X, K_X] would use the axis twice; fix: name the output spec, which "
+                  "decides the operand to gather: ts::matmul<ts::spec<\"x\", ts::none>>(A, B) "
+                  "gathers B, ts::matmul<ts::spec<ts::none, \"x\">>(A, B) gathers A");
+    return true;
+  }
+};
+
+// ts::matmul and ts::transpose of blocks, inside shard_map (array/block.hpp).
+template <class LhsElement, class RhsElement>
+struct block_matmul_element_types_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<LhsElement, RhsElement>,
+                  "typeshard: rule 2 (matmul): ts::matmul of blocks needs equal element types; "
+                  "fix: convert one block (ts::map(b, [](auto v) { return float(v); }))");
+    return true;
+  }
+};
+
+template <class LhsMesh, class RhsMesh>
+struct block_matmul_meshes_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<LhsMesh, RhsMesh>,
+                  "typeshard: rule 2 (matmul): ts::matmul of blocks needs blocks of the same "
+                  "mesh; fix: multiply blocks of one shard_map");
+    return true;
+  }
+};
+
+template <std::size_t LhsRank, std::size_t RhsRank>
+struct block_matmul_ranks_unsupported {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<LhsRank, RhsRank>,
+                  "typeshard: rule 2 (matmul): ts::matmul of blocks: a has rank >= 2, b has "
+                  "rank 2 or a's rank; fix: reshape the operands (a matrix or a batch of "
+                  "matrices, times a matrix or a batch of the same rank)");
+    return true;
+  }
+};
+
+template <std::size_t Rank>
+struct block_transpose_needs_rank_2 {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<Rank>,
+                  "typeshard: rule 2 (matmul): ts::transpose(block) needs a rank-2 block (a "
+                  "matrix); fix: transpose the rank-2 operand (matmul(batch, ts::transpose(w)) "
+                  "takes a batched a), or build the permuted block with a loop over its "
+                  "elements");
+    return true;
+  }
+};
+
+}  // namespace typeshard::diagnostic

@@ -1,0 +1,178 @@
+// typeshard/ops/detail/executor.hpp: the one executor of plans. Internal: do not rely on
+// anything in detail/.
+//
+// A plan is a list of ts::step values (plan/step.hpp); every operation runs its plan here,
+// the very values its plan type lists (ts::reshard runs reshard_plan's steps, ts::matmul
+// the steps of detail::matmul_steps_of, which is what matmul_plan::steps holds). Each
+// device walks the steps on its own blocks: a collective writes a new block straight from
+// the previous one (the collective is the only copy); a local slice is pending until
+// something needs the block (consecutive slices are one copy of the kept part), and the
+// GEMM reads a slice along its contracting dimension in place. The caller supplies what a
+// `local_gemm` step computes. Not a template of the plan (its steps arrive as values), so
+// a program with many plans instantiates this once per element type, mesh and rank.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "../../array/detail/copy_box.hpp"
+#include "../../array/device_mesh.hpp"
+#include "../../array/host_tensor.hpp"
+#include "../../array/sharded_array.hpp"
+#include "../../backend/backend.hpp"
+#include "../../core/detail/mesh_group.hpp"
+#include "../../core/layout.hpp"
+#include "../../detail/buffer.hpp"
+#include "../../plan/reshard_plan.hpp"
+#include "../../plan/step.hpp"
+#include "collective_calls.hpp"
+
+namespace typeshard::detail {
+
+// One operand's block on one device while a plan runs.
+template <class T, std::size_t Rank>
+struct operand_block {
+  const T* data = nullptr;  // the elements, laid out by `held` (the input's, or `owned`)
+  buffer<T> owned;
+  spec_array<Rank> held{};  // the sharding `data` is laid out by
+  spec_array<Rank> spec{};  // the sharding after the steps so far: held, or a slice of it
+  shape<Rank> global{};
+
+  operand_block() = default;
+  operand_block(const T* in, const spec_array<Rank>& s, const shape<Rank>& g)
+      : data(in), held(s), spec(s), global(g) {}
+  void adopt(buffer<T> b, const spec_array<Rank>& s) {
+    owned = std::move(b);
+    data = owned.data();
+    held = spec = s;
+  }
+};
+
+template <class Mesh, std::size_t Rank>
+std::vector<std::size_t> member_extents(const mesh_group<Mesh>& g, const spec_array<Rank>& s,
+                                        const shape<Rank>& global, std::size_t d) {
+  std::vector<std::size_t> out(g.size);
+  for (std::size_t r = 0; r < g.size; ++r)
+    out[r] = local_shape_of<Mesh>(s, global, g.members[r])[d];
+  return out;
+}
+
+// Takes the pending slices of block x at position p: one copy of the part kept.
+template <class T, class Mesh, std::size_t Rank>
+void take_slices(std::size_t p, operand_block<T, Rank>& x) {
+  if (x.held == x.spec) return;
+  const shape<Rank> have_shape = local_shape_of<Mesh>(x.held, x.global, p);
+  const shape<Rank> want_shape = local_shape_of<Mesh>(x.spec, x.global, p);
+  const index_slices<Rank> have = index_of<Mesh>(x.held, x.global, p);
+  const index_slices<Rank> want = index_of<Mesh>(x.spec, x.global, p);
+  shape<Rank> origin{};
+  for (std::size_t d = 0; d < Rank; ++d) origin[d] = want[d].start - have[d].start;
+  buffer<T> next(host_tensor<T, Rank>::element_count(want_shape));
+  copy_box(x.data, have_shape, origin, next.data(), want_shape, shape<Rank>{}, want_shape);
+  x.adopt(std::move(next), x.spec);
+}
+
+// Runs one collective or slice step on block x at position p.
+template <class T, class Mesh, std::size_t Rank>
+void run_step(backend& b, std::size_t p, const step<Rank>& s, operand_block<T, Rank>& x) {
+  if (s.kind == step_kind::slice) {
+    x.spec = s.spec_after;  // taken when the block is next needed
+    return;
+  }
+  take_slices<T, Mesh, Rank>(p, x);
+  const shape<Rank> cur_shape = local_shape_of<Mesh>(x.held, x.global, p);
+  buffer<T> next(host_tensor<T, Rank>::element_count(local_shape_of<Mesh>(s.spec_after, x.global, p)));
+  const mesh_group<Mesh> g = group_of<Mesh>(s.axes, p);
+  switch (s.kind) {
+    case step_kind::psum:
+      b.all_reduce(backend_group(g), element_type_of<T>, reduce_op::sum, x.data, next.data(),
+                   next.size());
+      break;
+    case step_kind::psum_scatter: {
+      const auto extents = member_extents(g, s.spec_after, x.global, s.dim);
+      scatter_along(b, backend_group(g), reduce_op::sum, x.data, cur_shape, s.dim,
+                    std::span<const std::size_t>(extents), next.data());
+      break;
+    }
+    case step_kind::all_gather: {
+      const auto extents = member_extents(g, x.held, x.global, s.dim);
+      gather_along(b, backend_group(g), x.data, cur_shape, s.dim,
+                   std::span<const std::size_t>(extents), next.data());
+      break;
+    }
+    case step_kind::all_to_all:
+      // Even shards only (plans use all_to_all only then): split along the dimension the
+      // axis joins, concatenate along the one it leaves.
+      all_to_all_along(b, backend_group(g), x.data, cur_shape, s.to_dim, s.dim, next.data());
+      break;
+    case step_kind::slice:
+    case step_kind::local_gemm:
+      break;  // not a step on one operand
+  }
+  x.adopt(std::move(next), s.spec_after);
+}
+
+// Runs `steps` at position p on the operands (indexed by step_operand); a local_gemm step
+// calls gemm(operands).
+template <class T, class Mesh, std::size_t Rank, class Gemm>
+void run_steps(backend& b, std::size_t p, std::span<const step<Rank>> steps,
+               std::span<operand_block<T, Rank>> operands, Gemm&& gemm) {
+  for (const step<Rank>& s : steps) {
+    if (s.kind == step_kind::local_gemm)
+      gemm(operands);
+    else
+      run_step<T, Mesh, Rank>(b, p, s, operands[static_cast<std::size_t>(s.operand)]);
+  }
+}
+
+// Runs the steps of one array (a reshard) on the block of mesh position p (shape from
+// `from`), returning p's new block.
+template <class T, class Mesh, std::size_t Rank>
+buffer<T> run_steps_on(backend& b, std::size_t p, const T* in, const shape<Rank>& global,
+                       const spec_array<Rank>& from, std::span<const step<Rank>> steps) {
+  operand_block<T, Rank> x(in, from, global);
+  run_steps<T, Mesh, Rank>(b, p, steps, std::span<operand_block<T, Rank>>(&x, 1),
+                           [](auto) {});
+  take_slices<T, Mesh, Rank>(p, x);
+  return std::move(x.owned);
+}
+
+template <std::size_t Rank, std::size_t Capacity>
+std::span<const step<Rank>> steps_span(const step_array<Rank, Capacity>& l) {
+  return {l.steps.data(), l.count};
+}
+
+// Runs a reshard plan on every device of the array's mesh; returns the new blocks, by
+// position. The even or the uneven steps, as the extents turn out.
+template <class T, class Mesh, std::size_t Rank>
+std::vector<buffer<T>> run_plan(const device_mesh<Mesh>& m, const shape<Rank>& global,
+                                const std::vector<std::span<const T>>& blocks,
+                                const spec_array<Rank>& from, const spec_array<Rank>& to,
+                                std::span<const step<Rank>> even_steps,
+                                std::span<const step<Rank>> uneven_steps) {
+  const bool even = is_even<Mesh>(from, global) && is_even<Mesh>(to, global);
+  const std::span<const step<Rank>> steps = even ? even_steps : uneven_steps;
+  std::vector<buffer<T>> out(Mesh::size);
+  backend& b = m.get_backend();
+  for_each_position(m, [&](std::size_t p) {
+    out[p] = run_steps_on<T, Mesh, Rank>(b, p, blocks[p].data(), global, from, steps);
+  });
+  return out;
+}
+
+template <class Plan, class T, class Mesh, class Spec, class Extents, class U>
+std::vector<buffer<T>> run_plan(const sharded_array<T, Mesh, Spec, Extents, U>& a) {
+  constexpr std::size_t Rank = Extents::rank;
+  std::vector<std::span<const T>> blocks(Mesh::size);
+  for (std::size_t p = 0; p < Mesh::size; ++p) blocks[p] = a.local_data(p);
+  // With static extents the plan already chose; the run-time check then agrees with it.
+  return run_plan<T, Mesh, Rank>(a.device_mesh(), a.extents(), blocks,
+                                 spec_array_of<typename Plan::from_spec, Rank>(),
+                                 spec_array_of<typename Plan::to_spec, Rank>(),
+                                 std::span<const step<Rank>>(Plan::even_steps),
+                                 std::span<const step<Rank>>(Plan::uneven_steps));
+}
+
+}  // namespace typeshard::detail

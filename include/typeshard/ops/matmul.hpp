@@ -1,0 +1,230 @@
+// typeshard/ops/matmul.hpp: the sharded matrix product (DESIGN rule 2), run on the devices.
+//
+//   auto C = ts::matmul(A, B);                          // A: spec<"x", none>, B: spec<none, "y">
+//   static_assert(std::is_same_v<decltype(C)::spec, ts::spec<"x", "y">>);   // no collective
+//   auto U = ts::matmul(A2, B2);                        // J over "x" in both: unreduced<"x">
+//   auto R = ts::matmul<ts::spec<ts::none, ts::none>>(A2, B2);   // ... psum'd (all-reduce)
+//   auto S = ts::matmul<ts::spec<"x", ts::none>>(A2, B2);        // ... psum_scatter'd
+//   using plan = ts::matmul_plan_for<decltype(A2), decltype(B2), ts::spec<"x", ts::none>>;
+//
+// C[..., I, K] = A[..., I, J] . B[..., J, K] for two arrays of the same rank >= 2 on the
+// same device mesh, leading dimensions being batch dimensions sharded alike (seed 004's
+// 8 x 4096 x 4096 batch with the batch sharded). The plan (matmul_plan.hpp) is chosen at
+// compile time; here it runs as ONE multi-device operation: each device reshards its
+// operand blocks (the collectives of reshard_plan), multiplies its blocks with
+// kernels::gemm (an operand holding all of J is read in place at the other's J block),
+// and reduces / reshards the product when an output spec is named. Without one, a result
+// unreduced over some axes keeps them in its type (reduce it with ts::reshard<Spec>).
+//
+// An operand may be a partial sum (unreduced over some axes, rule 3): matmul is linear in
+// each operand, so the product is a partial sum over those axes too (reduced when an output
+// spec is named), provided the other operand neither shards nor is partial over them.
+//
+// Run-time checks (dynamic extents): equal J and batch extents (shape_error), the same
+// device mesh (device_mesh_error).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../backend/backend.hpp"
+#include "../detail/buffer.hpp"
+#include "../core/detail/diagnose.hpp"
+#include "../plan/detail/matmul_planner.hpp"
+#include "../core/detail/spec_layout.hpp"
+#include "../array/device_mesh.hpp"
+#include "../core/errors.hpp"
+#include "../core/extents.hpp"
+#include "../kernels/gemm.hpp"
+#include "../plan/matmul_plan.hpp"
+#include "detail/executor.hpp"
+#include "../array/sharded_array.hpp"
+#include "../core/rules/rule2_matmul.hpp"
+
+namespace typeshard {
+
+namespace detail {
+
+// Takes the pending slices of x except along dimension `keep` (which the GEMM reads in
+// place): one copy, and only when some other dimension is sliced.
+template <class T, class Mesh, std::size_t Rank>
+void take_slices_except(std::size_t p, operand_block<T, Rank>& x, std::size_t keep) {
+  spec_array<Rank> others = x.spec;
+  others[keep] = x.held[keep];
+  if (others == x.held) return;
+  const dim_spec along_keep = x.spec[keep];
+  x.spec = others;
+  take_slices<T, Mesh, Rank>(p, x);
+  x.spec[keep] = along_keep;
+}
+
+// The local GEMM of one device: C0 block = A block . B block, per batch element. An operand
+// sliced along J (the one that holds all of J, sliced to the other's J blocks) is read at
+// its slice in place.
+template <class T, class Mesh, std::size_t Rank>
+void local_matmul(std::size_t p, operand_block<T, Rank>& a, operand_block<T, Rank>& b, T* out,
+                  const shape<Rank>& out_local) {
+  using D = matmul_dims<Rank>;
+  take_slices_except<T, Mesh, Rank>(p, a, D::lhs_j);
+  take_slices_except<T, Mesh, Rank>(p, b, D::rhs_j);
+  const shape<Rank> a_loc = local_shape_of<Mesh>(a.held, a.global, p);
+  const shape<Rank> b_loc = local_shape_of<Mesh>(b.held, b.global, p);
+  std::size_t batches = 1;
+  for (std::size_t d = 0; d < D::batch; ++d) batches *= out_local[d];
+  const std::size_t m = out_local[D::out_i], n = out_local[D::out_k];
+  if (batches == 0 || m == 0 || n == 0) return;
+  const std::size_t lda = a_loc[D::lhs_j], ldb = b_loc[D::rhs_k];
+  const std::size_t k = local_shape_of<Mesh>(a.spec, a.global, p)[D::lhs_j];
+  const std::size_t a_offset = index_of<Mesh>(a.spec, a.global, p)[D::lhs_j].start -
+                               index_of<Mesh>(a.held, a.global, p)[D::lhs_j].start;
+  const std::size_t b_offset = (index_of<Mesh>(b.spec, b.global, p)[D::rhs_j].start -
+                                index_of<Mesh>(b.held, b.global, p)[D::rhs_j].start) * ldb;
+  const std::size_t a_stride = a_loc[D::lhs_i] * a_loc[D::lhs_j];
+  const std::size_t b_stride = b_loc[D::rhs_j] * b_loc[D::rhs_k];
+  for (std::size_t t = 0; t < batches; ++t) {
+    const T* at = k ? a.data + t * a_stride + a_offset : nullptr;
+    const T* bt = k ? b.data + t * b_stride + b_offset : nullptr;
+    kernels::gemm<T>(m, n, k, at, lda, bt, ldb, out + t * m * n, n);
+  }
+}
+
+// Runs a matmul plan on every addressable device of `m`: returns the result's blocks by
+// mesh position (laid out by c.out, unreduced over c.out_unreduced). The steps are
+// matmul_steps_of's for these extents (what matmul_plan::steps lists), run by the one
+// executor. One instantiation per (T, Mesh, Rank): the plan is a value, so tests can run
+// plans chosen at run time. a_blocks[p] / b_blocks[p]: the operands' blocks at position p,
+// sharded by c.lhs / c.rhs.
+template <class T, class Mesh, std::size_t Rank>
+std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mesh<Mesh>& m,
+                                  const std::vector<std::span<const T>>& a_blocks,
+                                  const shape<Rank>& a_global,
+                                  const std::vector<std::span<const T>>& b_blocks,
+                                  const shape<Rank>& b_global) {
+  using D = matmul_dims<Rank>;
+  using block = operand_block<T, Rank>;
+  constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
+  constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
+  constexpr auto res = static_cast<std::size_t>(step_operand::out);
+  shape<Rank> c_global = a_global;
+  c_global[D::out_k] = b_global[D::rhs_k];
+  const matmul_step_list<Rank> list =
+      matmul_steps_of<Mesh>(c, matmul_shapes<Rank>{a_global, b_global, sizeof(T)});
+
+  std::vector<buffer<T>> out(Mesh::size);
+  backend& bk = m.get_backend();
+  for_each_position(m, [&](std::size_t p) {
+    std::array<block, 4> x;
+    x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
+    x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
+    run_steps<T, Mesh, Rank>(bk, p, steps_span(list), std::span<block>(x),
+                             [&](std::span<block> ops) {
+                               const shape<Rank> c_loc = local_shape_of<Mesh>(c.local, c_global, p);
+                               buffer<T> c0(host_tensor<T, Rank>::element_count(c_loc));
+                               local_matmul<T, Mesh, Rank>(p, ops[lhs], ops[rhs], c0.data(), c_loc);
+                               ops[lhs] = block{};  // free the gathered operands before the
+                               ops[rhs] = block{};  // output's collectives
+                               ops[res] = block(nullptr, c.local, c_global);
+                               ops[res].adopt(std::move(c0), c.local);
+                             });
+    take_slices<T, Mesh, Rank>(p, x[res]);
+    out[p] = std::move(x[res].owned);
+  });
+  return out;
+}
+
+// The checks only run time can make: same devices, equal J and batch extents.
+template <class A, class B>
+void check_matmul_operands(const A& a, const B& b) {
+  constexpr std::size_t R = A::rank;
+  if (!(a.device_mesh() == b.device_mesh()))
+    throw device_mesh_error("typeshard: matmul: the operands live on different devices: " +
+                            a.device_mesh().to_string() + " and " + b.device_mesh().to_string() +
+                            "; move one with ts::reshard(x, mesh) or device_put it on the "
+                            "other's mesh");
+  if (a.extent(R - 1) != b.extent(R - 2))
+    throw shape_error("typeshard: matmul: lhs has " + std::to_string(a.extent(R - 1)) +
+                      " columns (J, its last dimension) but rhs has " +
+                      std::to_string(b.extent(R - 2)) +
+                      " rows (J, its second-to-last); A[..., I, J] . B[..., J, K] needs them "
+                      "equal: pass operands of matching inner extent");
+  for (std::size_t d = 0; d + 2 < R; ++d)
+    if (a.extent(d) != b.extent(d))
+      throw shape_error("typeshard: matmul: batch dimension " + std::to_string(d) + " has extent " +
+                        std::to_string(a.extent(d)) + " in lhs but " + std::to_string(b.extent(d)) +
+                        " in rhs; batched operands need the same batch extents");
+}
+
+// The result's extents: batch and I from lhs, K from rhs, static where either side is.
+template <class LE, class RE, class = std::make_index_sequence<LE::rank>>
+struct matmul_out_extents;
+template <class LE, class RE, std::size_t... D>
+struct matmul_out_extents<LE, RE, std::index_sequence<D...>> {
+  static constexpr std::size_t R = LE::rank;
+  static constexpr std::size_t pick(std::size_t d) {
+    if (d == R - 1) return RE::static_extents[R - 1];
+    if (d == R - 2) return LE::static_extents[R - 2];
+    return LE::static_extents[d] != dyn ? LE::static_extents[d] : RE::static_extents[d];
+  }
+  using type = extents<pick(D)...>;
+};
+
+template <class A, class B>
+constexpr bool check_matmul_arrays() {
+  using a_t = std::remove_cvref_t<A>;
+  using b_t = std::remove_cvref_t<B>;
+  if constexpr (!std::is_same_v<typename a_t::mesh_type, typename b_t::mesh_type>) {
+    return require<false, diagnostic::matmul_meshes_differ<typename a_t::mesh_type,
+                                                           typename b_t::mesh_type>>::value &&
+           false;
+  } else if constexpr (!std::is_same_v<typename a_t::value_type, typename b_t::value_type>) {
+    return require<false, diagnostic::matmul_element_types_differ<typename a_t::value_type,
+                                                                  typename b_t::value_type>>::value &&
+           false;
+  } else {
+    return true;
+  }
+}
+
+}  // namespace detail
+
+// matmul<OutSpec>(a, b): a . b over the last two dimensions, sharded by OutSpec; without
+// OutSpec, sharded (and possibly unreduced) as the plan's rules give.
+template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B>
+  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+auto matmul(const A& a, const B& b) {
+  if constexpr (!detail::check_matmul_arrays<A, B>()) {
+    return a;  // the diagnostic fired; stop here so nothing cascades
+  } else {
+    using plan = matmul_plan_for<A, B, OutSpec>;
+    if constexpr (!plan::valid) {
+      return a;  // the plan's diagnostic fired
+    } else {
+      using T = typename A::value_type;
+      using Mesh = typename A::mesh_type;
+      constexpr std::size_t R = A::rank;
+      using result = sharded_array<
+          T, Mesh, typename plan::out_spec,
+          typename detail::matmul_out_extents<typename A::extents_type,
+                                              typename B::extents_type>::type,
+          typename plan::out_unreduced>;
+      detail::check_matmul_operands(a, b);
+      std::vector<std::span<const T>> a_blocks(Mesh::size), b_blocks(Mesh::size);
+      for (std::size_t p = 0; p < Mesh::size; ++p) {
+        a_blocks[p] = a.local_data(p);
+        b_blocks[p] = b.local_data(p);
+      }
+      shape<R> c_global = a.extents();
+      c_global[R - 1] = b.extent(R - 1);
+      return result(adopt_shards, a.device_mesh(), c_global,
+                    detail::run_matmul<T, Mesh, R>(plan::choice, a.device_mesh(), a_blocks,
+                                                   a.extents(), b_blocks, b.extents()));
+    }
+  }
+}
+
+}  // namespace typeshard

@@ -1,0 +1,482 @@
+// typeshard/plan/detail/matmul_planner.hpp: the choice of a sharded matmul's steps, as values.
+// Internal: do not rely on anything in detail/ (the public face is matmul_plan.hpp).
+//
+// C[..., I, K] = A[..., I, J] . B[..., J, K] on a mesh. Everything here is a constexpr
+// function of spec *values* (std::array<dim_spec, Rank>), so the same code plans at compile
+// time (matmul_plan, ts::matmul) and at run time (the tests that walk thousands of spec
+// combinations without instantiating a template for each).
+//
+// A plan is a `matmul_choice`: the sharding each operand is resharded to before the local
+// GEMM (lhs_gemm, rhs_gemm), the contraction axes S over which the local products are
+// partial sums, and the output sharding. What runs:
+//   1. reshard lhs -> lhs_gemm, rhs -> rhs_gemm (reshard_plan's steps: all_gather,
+//      all_to_all, local slices);
+//   2. the local GEMM on every device. Both operands' J blocks are the S-blocks, or one
+//      operand holds all of J and reads the S-block of it in place ("slice(lhs, dim 1,
+//      over x)": no copy, no communication);
+//   3. the local product is C0 = [batch..., lhs_gemm's I, rhs_gemm's K] unreduced over S
+//      (and over the axes an operand was already unreduced over: matmul is linear in each
+//      operand, rule 3; the other operand must neither shard nor be partial over them, and
+//      a partial operand stays partial through its reshard). With no output spec that is
+//      the result (DESIGN rule 2: the type says it is a partial sum); with one, C0 is
+//      resharded to it: psum / psum_scatter reduce, then any gather or slice it needs.
+//
+// Which plan (DESIGN rule 2):
+//   no output spec, by rule:
+//     - J sharded identically in both (or in neither): nothing moves; C0 is unreduced over
+//       J's axes (none if J is whole);
+//     - J sharded in one operand only: all_gather that operand along J;
+//     - J sharded over different axes: all_gather one operand along J and read the other's
+//       S-block of it, so the result is unreduced over the other's axes. The cheaper gather
+//       wins (bytes per device, see below); on a tie, rhs is gathered; if neither can read
+//       the other's blocks (its other dimension already uses those axes), both are gathered;
+//     - then I and K must not share an axis (case 4, A[I_X, J] . B[J, K_X]): a compile error
+//       that asks for an output spec.
+//   output spec named, by cost: every candidate below is valid or skipped, and the one
+//   moving the fewest bytes per device wins; ties go to fewer flops per device (no
+//   replicated compute), then to fewer collectives, then to the first in enumeration order
+//   (lhs's options outer, rhs's inner; each: as given, free dimension as the output wants
+//   it, free dimension gathered, then those three with J gathered; duplicates and specs
+//   using an axis twice dropped). Candidates per operand: J kept or gathered;
+//   the free dimension (I for lhs, K for rhs) kept, gathered, or moved to the output's
+//   sharding of it. Batch dimensions never move before the GEMM (they must match).
+//
+// Cost model (per device, bytes received): all_gather (n-1) * block, all_to_all and
+// psum_scatter (n-1)/n * block, psum 2 (n-1)/n * block (ring algorithms), local slices 0,
+// where block is the device's block before the step (largest block when uneven). With
+// static extents the numbers are exact for the plan; with any dynamic extent the choice
+// assumes every extent equal (the documented rule for dynamic extents), and
+// matmul_plan::bytes_moved(lhs_shape, rhs_shape) gives the real numbers at run time.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "../../core/layout.hpp"
+#include "../../core/mesh.hpp"
+#include "../reshard_plan.hpp"
+#include "../../core/spec.hpp"
+#include "../../core/detail/spec_layout.hpp"
+
+namespace typeshard::detail {
+
+// Why a matmul cannot be planned (rule 2), or none.
+enum class matmul_problem {
+  none,
+  batch_specs_differ,    // `dim`: a leading dimension sharded differently in lhs and rhs
+  free_dims_share_axis,  // `axis`: case 4 without an output spec
+  unreduced_conflict,    // `axis`: one operand is unreduced over an axis the other uses
+  too_many_partial_axes  // the product would be unreduced over more than 4 axes
+};
+
+// The dimensions of C[..., I, K] = A[..., I, J] . B[..., J, K] for operands of rank Rank.
+template <std::size_t Rank>
+struct matmul_dims {
+  static_assert(Rank >= 2);
+  static constexpr std::size_t batch = Rank - 2;  // dimensions [0, batch) are batch dims
+  static constexpr std::size_t lhs_i = Rank - 2, lhs_j = Rank - 1;
+  static constexpr std::size_t rhs_j = Rank - 2, rhs_k = Rank - 1;
+  static constexpr std::size_t out_i = Rank - 2, out_k = Rank - 1;
+};
+
+template <std::size_t Rank>
+struct matmul_choice {
+  matmul_problem problem = matmul_problem::none;
+  std::size_t problem_dim = 0;
+  axis_name problem_axis{};
+
+  spec_array<Rank> lhs{}, rhs{};            // the operands as given
+  dim_spec lhs_unreduced{}, rhs_unreduced{};  // ... and the axes they are partial sums over
+  spec_array<Rank> lhs_gemm{}, rhs_gemm{};  // what the local GEMM reads (after resharding)
+  dim_spec contract{};                      // S: the local products are partial over it
+  dim_spec partial{};                       // S and the operands' unreduced axes: C0's
+  bool slice_lhs = false;                   // lhs holds all of J; the GEMM reads its S-block
+  bool slice_rhs = false;                   // the same for rhs
+  spec_array<Rank> local{};                 // C0, the local product (unreduced over S)
+  bool out_named = false;
+  spec_array<Rank> out{};                   // the result's sharding
+  dim_spec out_unreduced{};                 // the result's unreduced axes (partial if unnamed)
+};
+
+// The sizes a cost is computed for.
+template <std::size_t Rank>
+struct matmul_shapes {
+  shape<Rank> lhs{}, rhs{};
+  std::size_t element_size = 4;
+
+  constexpr shape<Rank> out() const {
+    shape<Rank> c = lhs;  // batch dims and I from lhs
+    c[Rank - 1] = rhs[Rank - 1];
+    return c;
+  }
+};
+
+// What a plan costs on each device.
+struct matmul_cost {
+  double bytes = 0;        // received per device, all steps
+  double flops = 0;        // of the local GEMM per device
+  std::size_t collectives = 0;
+
+  constexpr bool operator<(const matmul_cost& o) const {
+    if (bytes != o.bytes) return bytes < o.bytes;
+    if (flops != o.flops) return flops < o.flops;
+    return collectives < o.collectives;
+  }
+};
+
+// ---- small helpers on spec values ------------------------------------------------------
+
+template <std::size_t Rank>
+constexpr bool uses_axis(const spec_array<Rank>& s, axis_name a) {
+  for (const dim_spec& d : s)
+    if (d.uses(a)) return true;
+  return false;
+}
+
+// Whether no axis of `axes` appears anywhere in `s`.
+template <std::size_t Rank>
+constexpr bool uses_none_of(const spec_array<Rank>& s, const dim_spec& axes) {
+  for (std::size_t a = 0; a < axes.count; ++a)
+    if (uses_axis(s, axes.axes[a])) return false;
+  return true;
+}
+
+// The first axis used by both entries, or an empty name.
+constexpr axis_name shared_axis(const dim_spec& x, const dim_spec& y) {
+  for (std::size_t a = 0; a < x.count; ++a)
+    if (y.uses(x.axes[a])) return x.axes[a];
+  return {};
+}
+
+// Rule 1 on a value: no mesh axis twice (the axes all exist: they come from valid specs).
+template <std::size_t Rank>
+constexpr bool no_axis_twice(const spec_array<Rank>& s) {
+  for (std::size_t d = 0; d < Rank; ++d)
+    for (std::size_t a = 0; a < s[d].count; ++a) {
+      for (std::size_t b = a + 1; b < s[d].count; ++b)
+        if (s[d].axes[a] == s[d].axes[b]) return false;
+      for (std::size_t e = d + 1; e < Rank; ++e)
+        if (s[e].uses(s[d].axes[a])) return false;
+    }
+  return true;
+}
+
+// Elements of the largest block of `global` under `s` (what a step moves per device).
+template <class Mesh, std::size_t Rank>
+constexpr double block_elements(const spec_array<Rank>& s, const shape<Rank>& global) {
+  double n = 1;
+  for (std::size_t d = 0; d < Rank; ++d)
+    n *= static_cast<double>(block_extent(global[d], shards_of<Mesh>(s[d])));
+  return n;
+}
+
+// Whether both shardings of `global` divide evenly (which reshard_plan variant runs).
+template <class Mesh, std::size_t Rank>
+constexpr bool even_between(const spec_array<Rank>& a, const spec_array<Rank>& b,
+                            const shape<Rank>& global) {
+  return is_even<Mesh>(a, global) && is_even<Mesh>(b, global);
+}
+
+// The steps reshard runs from (from, unreduced) to (to, keep).
+template <class Mesh, std::size_t Rank>
+constexpr step_list<Rank> reshard_steps(const spec_array<Rank>& from, const dim_spec& unreduced,
+                                        const spec_array<Rank>& to, const dim_spec& keep,
+                                        const shape<Rank>& global) {
+  return plan_reshard(from, unreduced, to, keep, even_between<Mesh>(from, to, global));
+}
+
+// The three reshards of a plan: each operand to what the GEMM reads (a partial-sum operand
+// stays partial: gathering partial sums is linear), and the product to the output, reduced.
+template <class Mesh, std::size_t Rank>
+constexpr step_list<Rank> lhs_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+  return reshard_steps<Mesh>(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, global);
+}
+template <class Mesh, std::size_t Rank>
+constexpr step_list<Rank> rhs_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+  return reshard_steps<Mesh>(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, global);
+}
+template <class Mesh, std::size_t Rank>
+constexpr step_list<Rank> out_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+  return reshard_steps<Mesh>(c.local, c.partial, c.out, dim_spec{}, global);
+}
+
+// Bytes received per device by a reshard's steps, and how many of them are collectives.
+template <class Mesh, std::size_t Rank>
+constexpr void add_reshard_cost(matmul_cost& cost, const spec_array<Rank>& from,
+                                const step_list<Rank>& steps, const shape<Rank>& global,
+                                std::size_t element_size) {
+  spec_array<Rank> cur = from;
+  for (std::size_t i = 0; i < steps.count; ++i) {
+    const step<Rank>& s = steps.steps[i];
+    const double before = block_elements<Mesh>(cur, global);
+    const double n = static_cast<double>(group_size<Mesh>(s.axes));
+    double moved = 0;
+    switch (s.kind) {
+      case step_kind::all_gather: moved = (n - 1) * before; break;
+      case step_kind::all_to_all:
+      case step_kind::psum_scatter: moved = (n - 1) / n * before; break;
+      case step_kind::psum: moved = 2 * (n - 1) / n * before; break;
+      case step_kind::slice:
+      case step_kind::local_gemm: break;
+    }
+    cost.bytes += moved * static_cast<double>(element_size);
+    cost.collectives += s.communicates() ? 1 : 0;
+    cur = s.spec_after;
+  }
+}
+
+// ---- completing and costing a candidate -------------------------------------------------
+
+// Given lhs_gemm and rhs_gemm, decides S and the slices and checks the local product can be
+// formed; false if this pair of shardings cannot be multiplied locally.
+template <std::size_t Rank>
+constexpr bool complete_local(matmul_choice<Rank>& c) {
+  using D = matmul_dims<Rank>;
+  // References, not copies: g++ 12 rejects two dim_spec copies out of one constexpr
+  // object in a constant evaluation ("modification of ... is not a constant expression").
+  const dim_spec& aj = c.lhs_gemm[D::lhs_j];
+  const dim_spec& bj = c.rhs_gemm[D::rhs_j];
+  c.slice_lhs = c.slice_rhs = false;
+  if (aj == bj) {
+    c.contract = aj;
+  } else if (aj.count == 0 && uses_none_of(c.lhs_gemm, bj)) {
+    c.contract = bj;  // lhs holds all of J: it reads rhs's blocks of it
+    c.slice_lhs = true;
+  } else if (bj.count == 0 && uses_none_of(c.rhs_gemm, aj)) {
+    c.contract = aj;
+    c.slice_rhs = true;
+  } else {
+    return false;
+  }
+  for (std::size_t d = 0; d < D::batch; ++d) {
+    if (!(c.lhs_gemm[d] == c.rhs_gemm[d])) return false;
+    c.local[d] = c.lhs_gemm[d];
+  }
+  c.local[D::out_i] = c.lhs_gemm[D::lhs_i];
+  c.local[D::out_k] = c.rhs_gemm[D::rhs_k];
+  // The local product is partial over S and over the operands' unreduced axes (a partial
+  // sum times a full value is a partial sum: matmul is linear on each side).
+  dim_spec operands_u = c.lhs_unreduced;
+  for (std::size_t a = 0; a < c.rhs_unreduced.count; ++a) {
+    if (operands_u.count == dim_spec::max_axes) return false;
+    operands_u.axes[operands_u.count++] = c.rhs_unreduced.axes[a];
+  }
+  c.partial = c.contract;
+  for (std::size_t a = 0; a < operands_u.count; ++a) {
+    if (c.partial.count == dim_spec::max_axes) return false;
+    c.partial.axes[c.partial.count++] = operands_u.axes[a];
+  }
+  // An operand's unreduced axis may not shard anything the GEMM reads; an axis may not
+  // shard two dimensions of C0, nor shard one and be unreduced.
+  return uses_none_of(c.lhs_gemm, operands_u) && uses_none_of(c.rhs_gemm, operands_u) &&
+         no_axis_twice(c.local) && uses_none_of(c.local, c.partial);
+}
+
+// The cost of a completed candidate for the given shapes.
+template <class Mesh, std::size_t Rank>
+constexpr matmul_cost cost_of(const matmul_choice<Rank>& c, const matmul_shapes<Rank>& sh) {
+  using D = matmul_dims<Rank>;
+  matmul_cost cost;
+  add_reshard_cost<Mesh>(cost, c.lhs, lhs_steps<Mesh>(c, sh.lhs), sh.lhs, sh.element_size);
+  add_reshard_cost<Mesh>(cost, c.rhs, rhs_steps<Mesh>(c, sh.rhs), sh.rhs, sh.element_size);
+  const shape<Rank> out = sh.out();
+  if (c.out_named) add_reshard_cost<Mesh>(cost, c.local, out_steps<Mesh>(c, out), out, sh.element_size);
+  const double j_block =
+      static_cast<double>(block_extent(sh.lhs[D::lhs_j], shards_of<Mesh>(c.contract)));
+  cost.flops = 2 * block_elements<Mesh>(c.local, out) * j_block;
+  return cost;
+}
+
+// The cost of gathering one operand's J (used by the unnamed rule for different J axes).
+template <class Mesh, std::size_t Rank>
+constexpr double gather_j_bytes(const spec_array<Rank>& s, std::size_t j, const shape<Rank>& global,
+                                std::size_t element_size) {
+  spec_array<Rank> to = s;
+  to[j] = dim_spec{};
+  matmul_cost cost;
+  add_reshard_cost<Mesh>(cost, s, reshard_steps<Mesh>(s, {}, to, {}, global), global, element_size);
+  return cost.bytes;
+}
+
+// ---- the two ways of choosing ------------------------------------------------------------
+
+// No output spec: DESIGN rule 2's case rules (see the header comment).
+template <class Mesh, std::size_t Rank>
+constexpr matmul_choice<Rank> plan_by_rule(matmul_choice<Rank> c, const matmul_shapes<Rank>& sh) {
+  using D = matmul_dims<Rank>;
+  const spec_array<Rank> lhs = c.lhs;
+  const spec_array<Rank> rhs = c.rhs;
+  c.lhs_gemm = lhs;
+  c.rhs_gemm = rhs;
+  const dim_spec& aj = lhs[D::lhs_j];  // references: see complete_local
+  const dim_spec& bj = rhs[D::rhs_j];
+  if (aj == bj) {
+    // nothing moves
+  } else if (bj.count == 0) {
+    c.lhs_gemm[D::lhs_j] = dim_spec{};
+  } else if (aj.count == 0) {
+    c.rhs_gemm[D::rhs_j] = dim_spec{};
+  } else {
+    spec_array<Rank> lhs_gathered = lhs;
+    spec_array<Rank> rhs_gathered = rhs;
+    lhs_gathered[D::lhs_j] = dim_spec{};
+    rhs_gathered[D::rhs_j] = dim_spec{};
+    const bool can_gather_lhs = uses_none_of(lhs_gathered, bj);  // then it reads rhs's blocks
+    const bool can_gather_rhs = uses_none_of(rhs_gathered, aj);
+    const double lhs_bytes = gather_j_bytes<Mesh>(lhs, D::lhs_j, sh.lhs, sh.element_size);
+    const double rhs_bytes = gather_j_bytes<Mesh>(rhs, D::rhs_j, sh.rhs, sh.element_size);
+    if (can_gather_lhs && (!can_gather_rhs || lhs_bytes < rhs_bytes)) {
+      c.lhs_gemm = lhs_gathered;
+    } else if (can_gather_rhs) {
+      c.rhs_gemm = rhs_gathered;
+    } else {
+      c.lhs_gemm = lhs_gathered;
+      c.rhs_gemm = rhs_gathered;
+    }
+  }
+  const axis_name clash = shared_axis(c.lhs_gemm[D::lhs_i], c.rhs_gemm[D::rhs_k]);
+  if (!clash.empty()) {
+    c.problem = matmul_problem::free_dims_share_axis;
+    c.problem_axis = clash;
+    c.local = c.out = lhs;  // placeholders: the plan's types stay well-formed
+    return c;
+  }
+  if (!complete_local(c)) {  // only when the partial axes outnumber a dim_spec's 4
+    c.problem = matmul_problem::too_many_partial_axes;
+    c.local = c.out = lhs;
+    return c;
+  }
+  c.out = c.local;
+  c.out_unreduced = c.partial;
+  return c;
+}
+
+// The options for one operand's sharding before the GEMM: its free dimension kept, moved
+// to the output's sharding of it, or gathered; its J kept or gathered.
+template <std::size_t Rank>
+struct operand_options {
+  std::array<spec_array<Rank>, 6> specs{};
+  std::size_t count = 0;
+
+  constexpr void add(const spec_array<Rank>& s) {
+    if (!no_axis_twice(s)) return;
+    for (std::size_t i = 0; i < count; ++i)
+      if (specs[i] == s) return;
+    specs[count++] = s;
+  }
+};
+
+template <std::size_t Rank>
+constexpr operand_options<Rank> options_for(const spec_array<Rank>& s, std::size_t free_dim,
+                                            std::size_t j_dim, const dim_spec& out_free) {
+  operand_options<Rank> o;
+  for (int gather_j = 0; gather_j < 2; ++gather_j) {
+    spec_array<Rank> base = s;
+    if (gather_j) base[j_dim] = dim_spec{};
+    o.add(base);
+    spec_array<Rank> moved = base;
+    moved[free_dim] = out_free;
+    o.add(moved);
+    spec_array<Rank> gathered = base;
+    gathered[free_dim] = dim_spec{};
+    o.add(gathered);
+  }
+  return o;
+}
+
+// Output spec named: the cheapest valid candidate (see the header comment).
+template <class Mesh, std::size_t Rank>
+constexpr matmul_choice<Rank> plan_by_cost(const matmul_choice<Rank>& given, const spec_array<Rank>& out,
+                                           const matmul_shapes<Rank>& sh) {
+  using D = matmul_dims<Rank>;
+  const spec_array<Rank>& lhs = given.lhs;
+  const spec_array<Rank>& rhs = given.rhs;
+  const operand_options<Rank> lo = options_for(lhs, D::lhs_i, D::lhs_j, out[D::out_i]);
+  const operand_options<Rank> ro = options_for(rhs, D::rhs_k, D::rhs_j, out[D::out_k]);
+  matmul_choice<Rank> best;
+  matmul_cost best_cost;
+  bool found = false;
+  for (std::size_t i = 0; i < lo.count; ++i) {
+    for (std::size_t j = 0; j < ro.count; ++j) {
+      matmul_choice<Rank> c = given;
+      c.lhs_gemm = lo.specs[i];
+      c.rhs_gemm = ro.specs[j];
+      c.out = out;
+      if (!complete_local(c)) continue;
+      const matmul_cost cost = cost_of<Mesh>(c, sh);
+      if (!found || cost < best_cost) {
+        best = c;
+        best_cost = cost;
+        found = true;
+      }
+    }
+  }
+  // Gathering every J and free dimension always multiplies locally (unless the partial
+  // axes outnumber 4), so `found` holds.
+  if (!found) {
+    best = given;
+    best.problem = matmul_problem::too_many_partial_axes;
+    best.local = best.out = lhs;
+  }
+  return best;
+}
+
+// The first axis of `u` that `spec` or `other_u` uses, or an empty name.
+template <std::size_t Rank>
+constexpr axis_name unreduced_clash(const dim_spec& u, const spec_array<Rank>& spec,
+                                    const dim_spec& other_u) {
+  for (std::size_t a = 0; a < u.count; ++a)
+    if (uses_axis(spec, u.axes[a]) || other_u.uses(u.axes[a])) return u.axes[a];
+  return {};
+}
+
+// The plan for lhs . rhs on Mesh: by rule without an output spec, by cost with one.
+// `out` is ignored unless out_named. lhs_u / rhs_u: the axes an operand is a partial sum
+// over (rule 3 allows matmul on partial sums: it is linear in each operand), which the
+// other operand must neither shard nor be partial over.
+template <class Mesh, std::size_t Rank>
+constexpr matmul_choice<Rank> plan_matmul(const spec_array<Rank>& lhs, const spec_array<Rank>& rhs,
+                                          bool out_named, const spec_array<Rank>& out,
+                                          const matmul_shapes<Rank>& sh,
+                                          const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {}) {
+  matmul_choice<Rank> c;
+  c.lhs = c.lhs_gemm = c.local = c.out = lhs;  // placeholders until a plan is found
+  c.rhs = c.rhs_gemm = rhs;
+  c.lhs_unreduced = lhs_u;
+  c.rhs_unreduced = rhs_u;
+  for (std::size_t d = 0; d < matmul_dims<Rank>::batch; ++d) {
+    if (!(lhs[d] == rhs[d])) {
+      c.problem = matmul_problem::batch_specs_differ;
+      c.problem_dim = d;
+      return c;
+    }
+  }
+  axis_name clash = unreduced_clash(lhs_u, rhs, rhs_u);
+  if (clash.empty()) clash = unreduced_clash(rhs_u, lhs, lhs_u);
+  if (!clash.empty()) {
+    c.problem = matmul_problem::unreduced_conflict;
+    c.problem_axis = clash;
+    return c;
+  }
+  if (out_named) {
+    c.out_named = true;
+    return plan_by_cost<Mesh>(c, out, sh);
+  }
+  return plan_by_rule<Mesh>(c, sh);
+}
+
+// The shapes a compile-time plan is costed for: the static extents when every extent of
+// both operands is static, else every extent taken equal (the rule for dynamic extents).
+template <class LhsExtents, class RhsExtents, std::size_t Rank>
+constexpr matmul_shapes<Rank> nominal_shapes(std::size_t element_size) {
+  matmul_shapes<Rank> sh;
+  sh.element_size = element_size;
+  constexpr bool all_static = LhsExtents::all_static && RhsExtents::all_static;
+  for (std::size_t d = 0; d < Rank; ++d) {
+    sh.lhs[d] = all_static ? LhsExtents::static_extents[d] : 4096;
+    sh.rhs[d] = all_static ? RhsExtents::static_extents[d] : 4096;
+  }
+  return sh;
+}
+
+}  // namespace typeshard::detail

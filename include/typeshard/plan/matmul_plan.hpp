@@ -1,0 +1,324 @@
+// typeshard/plan/matmul_plan.hpp: the compile-time plan of a sharded matmul (DESIGN rule 2).
+//
+//   using plan = ts::matmul_plan<mesh_2x2, ts::spec<ts::none, "x">, ts::spec<ts::none, ts::none>>;
+//   static_assert(std::is_same_v<plan::out_spec, ts::spec<ts::none, ts::none>>);
+//   static_assert(plan::steps[0].kind == ts::step_kind::all_gather);
+//   static_assert(!ts::communication_free<plan>);
+//   plan::describe();   // "all_gather(lhs, dim 1, over x); local gemm"
+//
+// C[..., I, K] = A[..., I, J] . B[..., J, K]: both operands have the same rank >= 2 and
+// the leading dimensions are batch dimensions, sharded alike in both. The plan says which
+// collectives run on which operand, the local GEMM, and the reduction of the partial sums;
+// how the choice is made (by DESIGN's case rules without an output spec, by bytes moved
+// per device with one) is documented in detail/matmul_planner.hpp.
+//
+//   matmul_plan<Mesh, LhsSpec, RhsSpec,
+//               OutSpec    = ts::auto_out,          // or the output sharding you want
+//               LhsExtents = ts::dextents<rank>,    // rank: the longer spec, at least 2
+//               RhsExtents = LhsExtents,
+//               T          = float,                 // element type, for the byte counts
+//               LhsUnreduced = ts::unreduced<>,     // operands that are partial sums (rule 3:
+//               RhsUnreduced = ts::unreduced<>>     //   matmul is linear in each operand)
+//
+// Members: lhs_spec / rhs_spec (the operands as given), lhs_gemm_spec / rhs_gemm_spec (what
+// the local GEMM reads), local_spec and local_unreduced (the local product), out_spec and
+// out_unreduced (the result), steps (std::array<ts::step<rank>, N>, in order), describe(),
+// communicates, collectives, bytes_per_device / flops_per_device (static extents),
+// bytes_moved(lhs_shape, rhs_shape) (any extents). ts::communication_free<plan> holds when
+// no collective runs.
+//
+// Compile-time vocabulary only: no runtime header is included.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../core/detail/diagnose.hpp"
+#include "detail/matmul_planner.hpp"
+#include "../core/detail/spec_layout.hpp"
+#include "../core/extents.hpp"
+#include "../core/mesh.hpp"
+#include "reshard_plan.hpp"
+#include "../core/spec.hpp"
+#include "../core/unreduced.hpp"
+#include "step.hpp"
+#include "../core/rules/rule2_matmul.hpp"
+#include "../core/rules/rule3_unreduced.hpp"
+
+namespace typeshard {
+
+// auto_out: ts::matmul without a named output spec (the result's sharding follows from the
+// operands', and may be unreduced).
+struct auto_out {};
+
+namespace detail {
+
+inline constexpr std::size_t max_matmul_steps = 3 * max_reshard_steps + 2 * 4 + 1;
+
+template <std::size_t Rank>
+using matmul_step_list = step_array<Rank, max_matmul_steps>;
+
+// Appends a reshard's steps for operand `who` (a local slice is listed per dimension, each
+// step leaving the sharding with that dimension sliced).
+template <std::size_t Rank>
+constexpr void append_reshard(matmul_step_list<Rank>& out, step_operand who,
+                              const spec_array<Rank>& from, const step_list<Rank>& steps) {
+  spec_array<Rank> cur = from;
+  for (std::size_t i = 0; i < steps.count; ++i) {
+    step<Rank> s = steps.steps[i];
+    s.operand = who;
+    if (s.kind != step_kind::slice) {
+      out.push(s);
+    } else {
+      for (std::size_t d = 0; d < Rank; ++d) {
+        if (cur[d] == s.spec_after[d]) continue;
+        const dim_spec gained = suffix(s.spec_after[d], common_prefix(cur[d], s.spec_after[d]));
+        cur[d] = s.spec_after[d];
+        out.push(step<Rank>{step_kind::slice, who, d, d, gained, cur, s.unreduced_after});
+      }
+    }
+    cur = s.spec_after;
+  }
+}
+
+// The steps of a choice, for shapes `sh` (which decide the even or uneven reshard variant):
+// what matmul_plan::steps lists and what ts::matmul runs (ops/detail/executor.hpp).
+// The operand that holds all of J (slice_lhs / slice_rhs) is sliced to the other's J
+// blocks, which the GEMM reads in place.
+template <class Mesh, std::size_t Rank>
+constexpr matmul_step_list<Rank> matmul_steps_of(const matmul_choice<Rank>& c,
+                                                 const matmul_shapes<Rank>& sh) {
+  using D = matmul_dims<Rank>;
+  matmul_step_list<Rank> out;
+  append_reshard(out, step_operand::lhs, c.lhs, lhs_steps<Mesh>(c, sh.lhs));
+  append_reshard(out, step_operand::rhs, c.rhs, rhs_steps<Mesh>(c, sh.rhs));
+  if (c.slice_lhs) {
+    spec_array<Rank> after = c.lhs_gemm;
+    after[D::lhs_j] = c.contract;
+    out.push(step<Rank>{step_kind::slice, step_operand::lhs, D::lhs_j, D::lhs_j, c.contract,
+                        after, c.lhs_unreduced});
+  }
+  if (c.slice_rhs) {
+    spec_array<Rank> after = c.rhs_gemm;
+    after[D::rhs_j] = c.contract;
+    out.push(step<Rank>{step_kind::slice, step_operand::rhs, D::rhs_j, D::rhs_j, c.contract,
+                        after, c.rhs_unreduced});
+  }
+  out.push(step<Rank>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local,
+                      c.partial});
+  if (c.out_named) append_reshard(out, step_operand::out, c.local, out_steps<Mesh>(c, sh.out()));
+  return out;
+}
+
+// spec_from<Array>(index_sequence): declared only, for decltype: the spec type whose
+// entries are the values of a spec_array (and unreduced_from: the unreduced type over a
+// dim_spec's axes). Functions rather than class templates with defaulted index_sequence
+// arguments: clang 14 crashes on `List.count` in a default template argument.
+template <auto Array, std::size_t... I>
+spec<Array[I]...> spec_from(std::index_sequence<I...>);
+template <dim_spec List, std::size_t... I>
+unreduced<List.axes[I]...> unreduced_from(std::index_sequence<I...>);
+
+template <std::size_t A, std::size_t B>
+inline constexpr std::size_t max_of = A < B ? B : A;
+
+// The rank a plan is for when no extents are given: the longer spec, at least 2.
+template <class LhsSpec, class RhsSpec>
+inline constexpr std::size_t default_matmul_rank = max_of<2, max_of<LhsSpec::size, RhsSpec::size>>;
+
+// The first static-extent mismatch of a batch dimension, or Rank.
+template <class LhsExtents, class RhsExtents, std::size_t Rank>
+constexpr std::size_t batch_extent_mismatch() {
+  for (std::size_t d = 0; d + 2 < Rank; ++d)
+    if (LhsExtents::is_static(d) && RhsExtents::is_static(d) &&
+        LhsExtents::static_extents[d] != RhsExtents::static_extents[d])
+      return d;
+  return Rank;
+}
+
+// The first axis of Spec the mesh does not have, or an empty name.
+template <class Mesh, class Spec>
+constexpr axis_name axis_not_on() {
+  for (const dim_spec& d : Spec::dims)
+    for (std::size_t a = 0; a < d.count; ++a)
+      if (!Mesh::contains(d.axes[a])) return d.axes[a];
+  return {};
+}
+
+// Static extents: J equal in both operands, and every batch dimension (rule 2).
+template <class LE, class RE>
+constexpr bool check_matmul_extents() {
+  constexpr std::size_t R = LE::rank;
+  constexpr std::size_t lj = LE::static_extents[R - 1], rj = RE::static_extents[R - 2];
+  constexpr std::size_t bad_batch = batch_extent_mismatch<LE, RE, R>();
+  if constexpr (lj != dyn && rj != dyn && lj != rj) {
+    return require<false, diagnostic::matmul_contracting_extents_differ<lj, rj>>::value && false;
+  } else if constexpr (bad_batch != R) {
+    return require<false, diagnostic::matmul_batch_extents_differ<
+                              bad_batch, LE::static_extents[bad_batch],
+                              RE::static_extents[bad_batch]>>::value &&
+           false;
+  } else {
+    return true;
+  }
+}
+
+// Checks a plan's inputs; fires exactly one diagnostic and returns false on the first
+// problem (in the order a reader would fix them).
+template <class Mesh, class Lhs, class Rhs, class Out, class LE, class RE, class T>
+constexpr bool check_matmul_inputs() {
+  constexpr std::size_t R = LE::rank;
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+    return require<false, diagnostic::matmul_element_not_float_or_double<T>>::value && false;
+  } else if constexpr (LE::rank != RE::rank || LE::rank < 2) {
+    return require<false, diagnostic::matmul_ranks_unsupported<LE::rank, RE::rank>>::value && false;
+  } else if constexpr (!check_spec<Mesh, Lhs, R>() || !check_spec<Mesh, Rhs, R>()) {
+    return false;  // rule 1 fired
+  } else if constexpr (std::is_same_v<Out, auto_out>) {
+    return check_matmul_extents<LE, RE>();
+  } else if constexpr (!axis_not_on<Mesh, Out>().empty()) {
+    return require_named<false, axis_not_on<Mesh, Out>(),
+                         diagnostic::matmul_out_spec_not_on_mesh>::value &&
+           false;
+  } else if constexpr (!check_spec<Mesh, Out, R>()) {
+    return false;  // rule 1 fired
+  } else {
+    return check_matmul_extents<LE, RE>();
+  }
+}
+// Fires the diagnostic of a problem the planner found (one at most).
+template <matmul_problem Problem, std::size_t Dim, axis_name Axis>
+constexpr bool check_matmul_choice() {
+  if constexpr (Problem == matmul_problem::batch_specs_differ) {
+    return require<false, diagnostic::matmul_batch_specs_differ<Dim>>::value && false;
+  } else if constexpr (Problem == matmul_problem::free_dims_share_axis) {
+    return require_named<false, Axis, diagnostic::matmul_free_dims_share_axis>::value && false;
+  } else if constexpr (Problem == matmul_problem::unreduced_conflict) {
+    return require_named<false, Axis, diagnostic::matmul_unreduced_conflict>::value && false;
+  } else if constexpr (Problem == matmul_problem::too_many_partial_axes) {
+    // <Dim>, not a constant: the argument must depend on this template, or the diagnostic
+    // would fire when the header is parsed.
+    return require<false, diagnostic::matmul_too_many_partial_axes<Dim>>::value && false;
+  } else {
+    return true;
+  }
+}
+
+}  // namespace detail
+
+template <mesh_type Mesh, spec_type LhsSpec, spec_type RhsSpec, class OutSpec = auto_out,
+          extents_type LhsExtents = dextents<detail::default_matmul_rank<LhsSpec, RhsSpec>>,
+          extents_type RhsExtents = LhsExtents, class T = float,
+          unreduced_type LhsUnreduced = unreduced<>, unreduced_type RhsUnreduced = unreduced<>>
+struct matmul_plan {
+  static constexpr std::size_t rank = LhsExtents::rank;
+  using mesh_type = Mesh;
+  using value_type = T;
+  static constexpr bool out_named = !std::is_same_v<OutSpec, auto_out>;
+
+  // Whether the inputs satisfy rules 1 and 2 (else exactly one diagnostic fired).
+  static constexpr bool inputs_valid =
+      detail::check_matmul_inputs<Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents, RhsExtents, T>();
+
+ private:
+  static constexpr std::size_t R = rank >= 2 ? rank : 2;  // keeps the members well-formed
+  using padded_out = std::conditional_t<out_named, OutSpec, spec<>>;
+  static constexpr detail::matmul_shapes<R> shapes() {
+    if constexpr (inputs_valid)
+      return detail::nominal_shapes<LhsExtents, RhsExtents, R>(sizeof(T));
+    else
+      return {};
+  }
+
+  static constexpr detail::matmul_choice<R> make() {
+    if constexpr (!inputs_valid) {
+      detail::matmul_choice<R> c;
+      c.lhs = c.lhs_gemm = c.local = c.out = detail::spec_array_of<LhsSpec, R>();
+      c.rhs = c.rhs_gemm = detail::spec_array_of<RhsSpec, R>();
+      return c;
+    } else {
+      return detail::plan_matmul<Mesh, R>(
+          detail::spec_array_of<LhsSpec, R>(), detail::spec_array_of<RhsSpec, R>(), out_named,
+          detail::spec_array_of<padded_out, R>(), shapes(),
+          detail::unreduced_list<LhsUnreduced>(), detail::unreduced_list<RhsUnreduced>());
+    }
+  }
+
+ public:
+  // The chosen plan as a value (what ts::matmul executes).
+  static constexpr detail::matmul_choice<R> choice = make();
+
+  // Whether a plan exists: the inputs are valid and the rules allow the product.
+  static constexpr bool valid =
+      inputs_valid &&
+      detail::check_matmul_choice<choice.problem, choice.problem_dim, choice.problem_axis>();
+
+  using lhs_spec = decltype(detail::spec_from<choice.lhs>(std::make_index_sequence<R>{}));
+  using rhs_spec = decltype(detail::spec_from<choice.rhs>(std::make_index_sequence<R>{}));
+  using lhs_gemm_spec = decltype(detail::spec_from<choice.lhs_gemm>(std::make_index_sequence<R>{}));
+  using rhs_gemm_spec = decltype(detail::spec_from<choice.rhs_gemm>(std::make_index_sequence<R>{}));
+  using local_spec = decltype(detail::spec_from<choice.local>(std::make_index_sequence<R>{}));
+  using local_unreduced = decltype(detail::unreduced_from<choice.partial>(
+      std::make_index_sequence<choice.partial.count>{}));
+  using out_spec = decltype(detail::spec_from<choice.out>(std::make_index_sequence<R>{}));
+  using out_unreduced = decltype(detail::unreduced_from<choice.out_unreduced>(
+      std::make_index_sequence<choice.out_unreduced.count>{}));
+
+ private:
+  // From make(), not `choice`: g++ 12 mis-evaluates some copies out of a constexpr object
+  // (see detail/matmul_planner.hpp), so the constant evaluations start from fresh values.
+  static constexpr detail::matmul_step_list<R> list_ =
+      detail::matmul_steps_of<Mesh>(make(), shapes());
+
+ public:
+  // The steps, in order: the operands' collectives and slices, the local GEMM, then the
+  // output's reduction and resharding.
+  static constexpr std::array<step<R>, list_.count> steps = detail::take_steps<list_.count>(list_);
+
+  // How many collectives run, and whether any does.
+  static constexpr std::size_t collectives = [] {
+    std::size_t n = 0;
+    for (const step<R>& s : steps) n += s.communicates() ? 1 : 0;
+    return n;
+  }();
+  static constexpr bool communicates = collectives != 0;
+
+  // Bytes received and GEMM flops per device for given extents (the cost model of
+  // detail/matmul_planner.hpp).
+  static constexpr double bytes_moved(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
+    return detail::cost_of<Mesh>(choice, detail::matmul_shapes<R>{lhs_shape, rhs_shape, sizeof(T)}).bytes;
+  }
+  static constexpr double flops(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
+    return detail::cost_of<Mesh>(choice, detail::matmul_shapes<R>{lhs_shape, rhs_shape, sizeof(T)}).flops;
+  }
+
+  // With static extents: the same for those extents (0 when an extent is dynamic).
+  static constexpr bool extents_static = LhsExtents::all_static && RhsExtents::all_static;
+  static constexpr std::size_t bytes_per_device =
+      extents_static
+          ? static_cast<std::size_t>(detail::cost_of<Mesh>(make(), shapes()).bytes + 0.5)
+          : 0;
+  static constexpr double flops_per_device =
+      extents_static ? detail::cost_of<Mesh>(make(), shapes()).flops : 0;
+
+  // "all_gather(lhs, dim 1, over x); local gemm".
+  static std::string describe() {
+    std::string out;
+    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].call_string();
+    return out;
+  }
+};
+
+// matmul_plan_for<A, B[, OutSpec]>: the plan ts::matmul<OutSpec>(a, b) runs on arrays of
+// types A and B.
+template <class A, class B, class OutSpec = auto_out>
+using matmul_plan_for =
+    matmul_plan<typename A::mesh_type, typename A::spec, typename B::spec, OutSpec,
+                typename A::extents_type, typename B::extents_type, typename A::value_type,
+                typename A::unreduced_type, typename B::unreduced_type>;
+
+}  // namespace typeshard

@@ -1,0 +1,153 @@
+// typeshard/plan/step.hpp: one step of a plan, the one vocabulary every plan is written in.
+//
+//   using plan = ts::reshard_plan<mesh_2x2, ts::spec<"x", ts::none>, ts::spec<ts::none, "x">,
+//                                 ts::extents<8, 8>>;
+//   static_assert(plan::steps[0].kind == ts::step_kind::all_to_all);
+//   static_assert(plan::steps[0].spec_after[1] == ts::dim_spec("x"));
+//
+// A reshard plan and a matmul plan (and every operation planned next) list their
+// collectives, local slices and local compute as ts::step values; one executor
+// (ops/detail/executor.hpp) runs exactly those values, so a plan printed or checked at compile
+// time and the steps run at run time cannot disagree. A step names its operand (a matmul
+// has three), what it does, over which mesh axes, and the sharding it leaves behind.
+//
+// Compile-time vocabulary only: no runtime header is included.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include "../core/detail/spec_layout.hpp"
+#include "../core/layout.hpp"
+#include "../core/spec.hpp"
+
+namespace typeshard {
+
+// step_kind: what one step does.
+enum class step_kind {
+  all_gather,    // over `axes` along `dim`: `dim` loses `axes` (its minor ones)
+  all_to_all,    // over `axes` (one axis): it leaves `dim` and joins `to_dim`
+  psum,          // over `axes`: the unreduced axes become reduced, replicated (all-reduce)
+  psum_scatter,  // over `axes` along `dim`: reduced, and `dim` gains `axes` (reduce-scatter)
+  slice,         // local: dimensions gain axes by taking their block; no communication
+  local_gemm,    // a matmul's per-device GEMM
+  // The collectives' other names, as reshard plans spelled them: the same steps.
+  all_reduce = psum,
+  reduce_scatter = psum_scatter
+};
+
+// Which operand a step acts on: the array of a reshard, or a matmul's lhs, rhs or product.
+enum class step_operand { array, lhs, rhs, out };
+
+// The names plans used before they shared one vocabulary.
+using reshard_step_kind = step_kind;
+using matmul_step_kind = step_kind;
+using matmul_operand = step_operand;
+
+constexpr const char* to_string(step_kind k) {
+  switch (k) {
+    case step_kind::all_gather: return "all_gather";
+    case step_kind::all_to_all: return "all_to_all";
+    case step_kind::psum: return "psum";
+    case step_kind::psum_scatter: return "psum_scatter";
+    case step_kind::slice: return "slice";
+    case step_kind::local_gemm: return "local gemm";
+  }
+  return "?";
+}
+
+constexpr const char* to_string(step_operand o) {
+  switch (o) {
+    case step_operand::array: return "array";
+    case step_operand::lhs: return "lhs";
+    case step_operand::rhs: return "rhs";
+    case step_operand::out: return "out";
+  }
+  return "?";
+}
+
+// step<Rank>: one step, and the sharding it leaves its operand in.
+template <std::size_t Rank>
+struct step {
+  step_kind kind = step_kind::slice;
+  step_operand operand = step_operand::array;
+  std::size_t dim = 0;                    // gathered, scattered, sliced; all_to_all: source
+  std::size_t to_dim = 0;                 // all_to_all: the dimension the axis joins
+  dim_spec axes{};                        // the collective's (or slice's) mesh axes, major first
+  detail::spec_array<Rank> spec_after{};  // the operand's sharding after this step
+  dim_spec unreduced_after{};             // the axes it is still unreduced over
+
+  constexpr bool communicates() const {
+    return kind != step_kind::slice && kind != step_kind::local_gemm;
+  }
+
+  // A line of a reshard plan: "all_to_all over 'x': dimension 0 -> 1 (split_axis=1,
+  // concat_axis=0) => PartitionSpec(None, 'x')".
+  std::string describe() const {
+    std::string out = to_string(kind);
+    switch (kind) {
+      case step_kind::psum:
+        out += " over " + detail::axes_string(axes);
+        break;
+      case step_kind::psum_scatter:
+      case step_kind::all_gather:
+        out += " over " + detail::axes_string(axes) + " along dimension " + std::to_string(dim);
+        break;
+      case step_kind::all_to_all:
+        out += " over " + detail::axes_string(axes) + ": dimension " + std::to_string(dim) +
+               " -> " + std::to_string(to_dim) + " (split_axis=" + std::to_string(to_dim) +
+               ", concat_axis=" + std::to_string(dim) + ")";
+        break;
+      case step_kind::slice:
+        out += " (local, no communication)";
+        break;
+      case step_kind::local_gemm:
+        break;
+    }
+    out += " => " + detail::spec_string(spec_after);
+    if (unreduced_after.count) out += " unreduced over " + detail::axes_string(unreduced_after);
+    return out;
+  }
+
+  // The step as a call, as a matmul plan lists it: "all_gather(lhs, dim 1, over x)",
+  // "psum(out, over (x, y))", "local gemm".
+  std::string call_string() const {
+    if (kind == step_kind::local_gemm) return "local gemm";
+    std::string out = std::string(to_string(kind)) + "(" + to_string(operand);
+    if (kind == step_kind::all_to_all)
+      out += ", dim " + std::to_string(dim) + " -> dim " + std::to_string(to_dim);
+    else if (kind != step_kind::psum)
+      out += ", dim " + std::to_string(dim);
+    out += ", over ";
+    if (axes.count == 1) return out + std::string(axes.axes[0].view()) + ")";
+    out += "(";
+    for (std::size_t a = 0; a < axes.count; ++a)
+      out += (a ? ", " : "") + std::string(axes.axes[a].view());
+    return out + "))";
+  }
+
+  friend constexpr bool operator==(const step&, const step&) = default;
+};
+
+namespace detail {
+
+// A plan's steps while it is computed: a fixed-capacity list (constexpr-friendly).
+template <std::size_t Rank, std::size_t Capacity>
+struct step_array {
+  std::array<step<Rank>, Capacity> steps{};
+  std::size_t count = 0;
+  constexpr void push(const step<Rank>& s) { steps[count++] = s; }
+};
+
+// The first N steps of a list, as the std::array a plan exposes.
+template <std::size_t N, std::size_t Rank, std::size_t Capacity>
+constexpr std::array<step<Rank>, N> take_steps(const step_array<Rank, Capacity>& list) {
+  std::array<step<Rank>, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = list.steps[i];
+  return out;
+}
+
+}  // namespace detail
+
+}  // namespace typeshard

@@ -1,0 +1,448 @@
+// typeshard/viz/detail/rich_table.hpp: the table that jax.debug.visualize_array_sharding draws.
+// Internal: do not rely on anything in detail/.
+//
+// JAX draws its pictures with the Python library `rich`: a rich.table.Table (padding 0, no
+// header, pad_edge False; box SQUARE with lines between rows when uncoloured, no box when
+// coloured) whose cells are Padding(Align(label, "center"), (top, right, bottom, left)).
+// This header re-implements exactly the parts of rich that such a table goes through, step
+// by step and under rich's own names, so that typeshard's output is byte for byte JAX's:
+//   - Measurement.get of Text, Align and Padding (a cell's minimum and maximum width);
+//   - Table._calculate_column_widths, _collapse_widths and ratio_reduce (how columns shrink
+//     when the table is wider than the console);
+//   - Text.wrap with _wrap.divide_line (how a label wraps, or ends in "…", in a narrow column);
+//   - Padding and Align rendering, Segment.adjust_line_length (crop / pad to a width);
+//   - Style.render for truecolor and 256-colour terminals (Color.downgrade).
+// Like rich, a column narrower than its padding draws its box without the label.
+// tests/unit/visualize_*.cpp compare the result with output captured from JAX.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace typeshard::detail {
+
+struct rgb {
+  std::uint8_t r = 0, g = 0, b = 0;
+  friend bool operator==(const rgb&, const rgb&) = default;
+};
+
+// Which escape sequences a coloured picture uses: rich's ColorSystem.TRUECOLOR (24-bit
+// "\x1b[48;2;r;g;bm") or EIGHT_BIT (the 256-colour palette, "\x1b[48;5;nm").
+enum class ansi_palette { truecolor, eight_bit };
+
+// One cell: Padding(Align(label, "center"), (top, right, bottom, left), style=colours).
+// Paddings are >= 0 (JAX clamps them before building the Padding).
+struct padded_label {
+  std::string label;  // ASCII, one line
+  long long top = 0, right = 0, bottom = 0, left = 0;
+  bool styled = false;  // whether the cell has colours (background and text)
+  rgb background{};
+  rgb foreground{};
+};
+
+// A run of text in one style (rich's Segment): `style` is the cell whose colours it takes,
+// or null for unstyled text (borders, and the blanks rich pads rows with).
+struct segment {
+  std::string text;
+  const padded_label* style = nullptr;
+};
+using segment_line = std::vector<segment>;
+
+// Display width of UTF-8 text whose characters are one cell each (ASCII, box drawing).
+inline long long cell_len(std::string_view s) {
+  long long n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// Python's divmod for a possibly negative numerator and a positive divisor.
+struct quotient_remainder {
+  long long quotient, remainder;
+};
+inline quotient_remainder py_divmod(long long a, long long b) {
+  long long q = a / b, r = a % b;
+  if (r != 0 && r < 0) {
+    --q;
+    r += b;
+  }
+  return {q, r};
+}
+
+// Python's round(): to nearest, ties to even (the default floating-point rounding mode).
+inline long long py_round(double x) { return static_cast<long long>(std::nearbyint(x)); }
+
+// ---- Measurement ----------------------------------------------------------------------
+
+struct measurement {
+  long long minimum = 0, maximum = 0;
+
+  measurement normalize() const {
+    const long long mn = std::min(std::max(0LL, minimum), maximum);
+    return {std::max(0LL, mn), std::max(0LL, std::max(mn, maximum))};
+  }
+  measurement with_maximum(long long width) const {
+    return {std::min(minimum, width), std::min(maximum, width)};
+  }
+};
+
+// Measurement.get: the protocol around every renderable's own __rich_measure__.
+template <class Measure>
+measurement measurement_get(long long max_width, Measure&& own) {
+  if (max_width < 1) return {0, 0};
+  const measurement m = own().normalize().with_maximum(max_width);
+  if (m.maximum < 1) return {0, 0};
+  return m.normalize();
+}
+
+// Text.__rich_measure__ of a one-line label: the longest word, the whole line.
+inline measurement measure_text(std::string_view text, long long max_width) {
+  return measurement_get(max_width, [&] {
+    long long longest_word = 0, word = 0;
+    for (char c : text) {
+      word = (c == ' ') ? 0 : word + 1;
+      longest_word = std::max(longest_word, word);
+    }
+    const long long whole = cell_len(text);
+    return measurement{longest_word > 0 ? longest_word : whole, whole};
+  });
+}
+
+// Padding.__rich_measure__ (around Align, which measures as its text).
+inline measurement measure_cell(const padded_label& c, long long max_width) {
+  return measurement_get(max_width, [&] {
+    const long long extra = c.left + c.right;
+    if (max_width - extra < 1) return measurement{max_width, max_width};
+    const measurement inner = measure_text(c.label, max_width);
+    return measurement{inner.minimum + extra, inner.maximum + extra}.with_maximum(max_width);
+  });
+}
+
+// ---- Table column widths ----------------------------------------------------------------
+
+using grid = std::vector<std::vector<padded_label>>;  // rows of cells, all rows equally long
+
+// Table._measure_column.
+inline measurement measure_column(const grid& rows, std::size_t column, long long max_width) {
+  if (max_width < 1) return {0, 0};
+  long long mn = 0, mx = 0;
+  for (const auto& row : rows) {
+    const measurement m = measure_cell(row[column], max_width);
+    mn = std::max(mn, m.minimum);
+    mx = std::max(mx, m.maximum);
+  }
+  if (rows.empty()) mx = max_width;
+  return measurement{rows.empty() ? 1 : mn, mx}.with_maximum(max_width);
+}
+
+// _ratio.ratio_reduce: take `total` away from `values`, in proportion to `ratios`, at most
+// `maximums` from each.
+inline std::vector<long long> ratio_reduce(long long total, std::vector<long long> ratios,
+                                           const std::vector<long long>& maximums,
+                                           const std::vector<long long>& values) {
+  long long total_ratio = 0;
+  for (std::size_t i = 0; i < ratios.size(); ++i) {
+    if (maximums[i] == 0) ratios[i] = 0;
+    total_ratio += ratios[i];
+  }
+  if (total_ratio == 0) return values;
+  long long remaining = total;
+  std::vector<long long> out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (ratios[i] != 0 && total_ratio > 0) {
+      const long long distributed = std::min(
+          maximums[i], py_round(static_cast<double>(ratios[i] * remaining) /
+                                static_cast<double>(total_ratio)));
+      out.push_back(values[i] - distributed);
+      remaining -= distributed;
+      total_ratio -= ratios[i];
+    } else {
+      out.push_back(values[i]);
+    }
+  }
+  return out;
+}
+
+inline long long sum(const std::vector<long long>& v) {
+  long long s = 0;
+  for (long long x : v) s += x;
+  return s;
+}
+
+// Table._collapse_widths (every column may wrap): shrink the widest columns first.
+inline std::vector<long long> collapse_widths(std::vector<long long> widths, long long max_width) {
+  long long total = sum(widths);
+  long long excess = total - max_width;
+  while (total != 0 && excess > 0) {
+    const long long max_column = *std::max_element(widths.begin(), widths.end());
+    long long second_max_column = 0;
+    for (long long w : widths)
+      if (w != max_column) second_max_column = std::max(second_max_column, w);
+    const long long difference = max_column - second_max_column;
+    std::vector<long long> ratios;
+    for (long long w : widths) ratios.push_back(w == max_column ? 1 : 0);
+    if (difference == 0) break;
+    const std::vector<long long> max_reduce(widths.size(), std::min(excess, difference));
+    widths = ratio_reduce(excess, ratios, max_reduce, widths);
+    total = sum(widths);
+    excess = total - max_width;
+  }
+  return widths;
+}
+
+// Table._calculate_column_widths (expand False, no fixed widths).
+inline std::vector<long long> column_widths(const grid& rows, std::size_t columns,
+                                            long long max_width) {
+  std::vector<long long> widths;
+  for (std::size_t c = 0; c < columns; ++c) {
+    const long long m = measure_column(rows, c, max_width).maximum;
+    widths.push_back(m != 0 ? m : 1);
+  }
+  if (sum(widths) > max_width) {
+    widths = collapse_widths(widths, max_width);
+    if (sum(widths) > max_width) {  // last resort, reduce columns evenly
+      const std::vector<long long> ones(widths.size(), 1);
+      widths = ratio_reduce(sum(widths) - max_width, ones, widths, widths);
+    }
+    for (std::size_t c = 0; c < columns; ++c)
+      widths[c] = measure_column(rows, c, std::max(0LL, widths[c])).maximum;
+  }
+  return widths;
+}
+
+// ---- Rendering ----------------------------------------------------------------------------
+
+// The first `cells` cells of s (set_cell_size, for text of one-cell characters).
+inline std::string take_cells(std::string_view s, long long cells) {
+  std::size_t i = 0;
+  long long n = 0;
+  while (i < s.size()) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (n == cells) break;
+      ++n;
+    }
+    ++i;
+  }
+  return std::string(s.substr(0, i)) + std::string(static_cast<std::size_t>(cells - n), ' ');
+}
+
+// Segment.adjust_line_length: crop to `length` cells, or pad with spaces in `pad_style`.
+inline segment_line adjust_line_length(const segment_line& line, long long length, bool pad,
+                                       const padded_label* pad_style = nullptr) {
+  long long line_length = 0;
+  for (const segment& s : line) line_length += cell_len(s.text);
+  if (line_length < length) {
+    segment_line out = line;
+    if (pad) out.push_back({std::string(static_cast<std::size_t>(length - line_length), ' '), pad_style});
+    return out;
+  }
+  if (line_length == length) return line;
+  segment_line out;
+  long long used = 0;
+  for (const segment& s : line) {
+    const long long n = cell_len(s.text);
+    if (used + n < length) {
+      out.push_back(s);
+      used += n;
+    } else {
+      out.push_back({take_cells(s.text, length - used), s.style});
+      break;
+    }
+  }
+  return out;
+}
+
+// _wrap.divide_line without fold (a Table column's overflow is "ellipsis"): where to break
+// `text` so that each word starts a line when it does not fit on the current one.
+inline std::vector<std::size_t> divide_line(std::string_view text, long long width) {
+  std::vector<std::size_t> breaks;
+  long long cell_offset = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {  // words: \s*\S+\s*
+    const std::size_t start = pos;
+    std::size_t end = pos;
+    while (end < text.size() && text[end] == ' ') ++end;
+    if (end == text.size()) break;
+    while (end < text.size() && text[end] != ' ') ++end;
+    const long long word_length = static_cast<long long>(end - start);  // word.rstrip()
+    while (end < text.size() && text[end] == ' ') ++end;
+    const long long with_space = static_cast<long long>(end - start);
+    if (width - cell_offset >= word_length) {
+      cell_offset += with_space;
+    } else if (word_length > width) {  // too long for any line: it gets its own, cropped
+      if (start != 0) breaks.push_back(start);
+      cell_offset = with_space;
+    } else if (cell_offset != 0 && start != 0) {
+      breaks.push_back(start);
+      cell_offset = with_space;
+    }
+    pos = end;
+  }
+  return breaks;
+}
+
+// Text.wrap(width) with justify "left" and overflow "ellipsis": lines of exactly `width`
+// cells; a line too long ends in "…".
+inline std::vector<std::string> wrap_text(std::string_view text, long long width) {
+  std::vector<std::size_t> offsets = divide_line(text, width);
+  offsets.insert(offsets.begin(), 0);
+  offsets.push_back(text.size());
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    std::string line(text.substr(offsets[i], offsets[i + 1] - offsets[i]));
+    if (static_cast<long long>(line.size()) > width) {  // rstrip_end
+      std::size_t excess = line.size() - static_cast<std::size_t>(width);
+      while (excess > 0 && !line.empty() && line.back() == ' ') {
+        line.pop_back();
+        --excess;
+      }
+    }
+    if (static_cast<long long>(line.size()) > width)  // truncate(width, "ellipsis", pad=True)
+      lines.push_back(take_cells(line, width - 1) + "\u2026");
+    else
+      lines.push_back(take_cells(line, width));
+  }
+  return lines;
+}
+
+// Padding(Align(label, "center")) rendered `width` cells wide: its lines, each `width` cells.
+inline std::vector<segment_line> render_cell(const padded_label& c, long long width) {
+  const padded_label* style = c.styled ? &c : nullptr;
+  const long long inner = std::max(0LL, width - c.left - c.right);
+  // Align: the label takes at most `inner` cells and is centred in the rest.
+  const long long text_width = measure_text(c.label, inner).maximum;
+  // rich renders nothing at all in less than one cell (Console.render returns at once).
+  const std::vector<std::string> text_lines =
+      text_width > 0 ? wrap_text(c.label, text_width) : std::vector<std::string>{};
+  const long long excess = inner - text_width;
+  const long long align_left = excess > 0 ? excess / 2 : 0;
+  const long long align_right = excess > 0 ? excess - align_left : 0;
+
+  auto spaces = [](long long n) { return std::string(static_cast<std::size_t>(n), ' '); };
+  std::vector<segment_line> out;
+  if (width < 1) return out;
+  const segment_line blank{{spaces(width), style}};
+  for (long long i = 0; i < c.top; ++i) out.push_back(blank);
+  for (const std::string& t : text_lines) {
+    segment_line line;
+    if (c.left > 0) line.push_back({spaces(c.left), style});
+    segment_line aligned;
+    if (align_left > 0) aligned.push_back({spaces(align_left), style});
+    aligned.push_back({t, style});
+    if (align_right > 0) aligned.push_back({spaces(align_right), style});
+    aligned = adjust_line_length(aligned, inner, true, style);  // Padding's render_lines
+    line.insert(line.end(), aligned.begin(), aligned.end());
+    if (c.right > 0) line.push_back({spaces(c.right), style});
+    out.push_back(line);
+  }
+  for (long long i = 0; i < c.bottom; ++i) out.push_back(blank);
+  for (segment_line& line : out) line = adjust_line_length(line, width, true);  // the Table's
+  return out;
+}
+
+// Box characters of rich.box.SQUARE.
+struct square_box {
+  static constexpr std::string_view horizontal = "\u2500", vertical = "\u2502";
+  static constexpr std::string_view top[3] = {"\u250c", "\u252c", "\u2510"};
+  static constexpr std::string_view row[3] = {"\u251c", "\u253c", "\u2524"};
+  static constexpr std::string_view bottom[3] = {"\u2514", "\u2534", "\u2518"};
+};
+
+inline segment_line border_line(const std::string_view (&parts)[3],
+                                const std::vector<long long>& widths) {
+  std::string s(parts[0]);
+  for (std::size_t c = 0; c < widths.size(); ++c) {
+    if (c) s += parts[1];
+    for (long long i = 0; i < widths[c]; ++i) s += square_box::horizontal;
+  }
+  s += parts[2];
+  return {{s, nullptr}};
+}
+
+// Table(show_header=False, padding=0, pad_edge=False, box=SQUARE and show_lines=True when
+// `boxed`, else box=None) rendered on a console `console_width` cells wide: its lines,
+// cropped to the console's width as Console.print does.
+inline std::vector<segment_line> render_table(const grid& rows, bool boxed,
+                                              long long console_width) {
+  std::vector<segment_line> out;
+  if (rows.empty() || rows.front().empty()) return out;
+  const std::size_t columns = rows.front().size();
+  const long long extra = boxed ? static_cast<long long>(columns) + 1 : 0;
+  const std::vector<long long> widths = column_widths(rows, columns, console_width - extra);
+
+  if (boxed) out.push_back(border_line(square_box::top, widths));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    std::vector<std::vector<segment_line>> cells;
+    std::size_t height = 1;
+    for (std::size_t c = 0; c < columns; ++c) {
+      cells.push_back(render_cell(rows[r][c], widths[c]));
+      height = std::max(height, cells.back().size());
+    }
+    for (std::size_t c = 0; c < columns; ++c)  // vertical "top": blank lines below
+      cells[c].resize(height, segment_line{{std::string(static_cast<std::size_t>(widths[c]), ' '), nullptr}});
+    for (std::size_t i = 0; i < height; ++i) {
+      segment_line line;
+      if (boxed) line.push_back({std::string(square_box::vertical), nullptr});
+      for (std::size_t c = 0; c < columns; ++c) {
+        line.insert(line.end(), cells[c][i].begin(), cells[c][i].end());
+        if (boxed) line.push_back({std::string(square_box::vertical), nullptr});
+      }
+      out.push_back(std::move(line));
+    }
+    if (boxed)
+      out.push_back(border_line(r + 1 < rows.size() ? square_box::row : square_box::bottom, widths));
+  }
+  for (segment_line& line : out) line = adjust_line_length(line, console_width, false);
+  return out;
+}
+
+// ---- Colours ------------------------------------------------------------------------------
+
+// Color.downgrade(EIGHT_BIT) of a truecolor colour: a grey ramp entry when the saturation
+// is under 15%, else the nearest entry of the 6x6x6 cube.
+inline int eight_bit_colour(rgb c) {
+  const double r = c.r / 255.0, g = c.g / 255.0, b = c.b / 255.0;
+  const double maxc = std::max({r, g, b}), minc = std::min({r, g, b});
+  const double sumc = maxc + minc, rangec = maxc - minc;
+  const double l = sumc / 2.0;
+  double s = 0.0;  // colorsys.rgb_to_hls
+  if (minc != maxc) s = l <= 0.5 ? rangec / sumc : rangec / (2.0 - sumc);
+  if (s < 0.15) {
+    const long long gray = py_round(l * 25.0);
+    return gray == 0 ? 16 : gray == 25 ? 231 : static_cast<int>(231 + gray);
+  }
+  auto six = [](int v) { return v < 95 ? v / 95.0 : 1 + (v - 95) / 40.0; };
+  return static_cast<int>(16 + 36 * py_round(six(c.r)) + 6 * py_round(six(c.g)) +
+                          py_round(six(c.b)));
+}
+
+// Style(color=foreground, bgcolor=background).render: "\x1b[<fg>;<bg>m" text "\x1b[0m".
+inline void write_styled(std::ostream& os, const segment& s, ansi_palette palette) {
+  if (s.text.empty()) return;
+  if (s.style == nullptr) {
+    os << s.text;
+    return;
+  }
+  auto codes = [&](rgb c, int base) {
+    if (palette == ansi_palette::eight_bit) return std::to_string(base) + ";5;" + std::to_string(eight_bit_colour(c));
+    return std::to_string(base) + ";2;" + std::to_string(c.r) + ";" + std::to_string(c.g) + ";" +
+           std::to_string(c.b);
+  };
+  os << "\x1b[" << codes(s.style->foreground, 38) << ';' << codes(s.style->background, 48) << 'm'
+     << s.text << "\x1b[0m";
+}
+
+inline void write_lines(std::ostream& os, const std::vector<segment_line>& lines,
+                        ansi_palette palette) {
+  for (const segment_line& line : lines) {
+    for (const segment& s : line) write_styled(os, s, palette);
+    os << '\n';
+  }
+}
+
+}  // namespace typeshard::detail
