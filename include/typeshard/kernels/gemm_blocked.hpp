@@ -68,13 +68,16 @@ struct gemm_blocking {
 
 template <class T>
 struct gemm_blocking<T, gemm_isa::avx512> {
-  // 14 rows x 2 vectors of 512 bits = 28 of the 32 registers. The strip of B (kc x nr,
-  // 32 KiB) fits a 48 KiB L1 with A's strip streaming beside it; the block of A (mc x kc,
-  // ~336 KiB) sits in a 1 MiB L2 (sizes measured on Zen 5: benchmarks/results/gemm.md).
+  // 14 rows x 2 vectors of 512 bits = 28 of the 32 registers. kc = 512 was measured best on
+  // Zen 5 (1024 x 2048 x 2048 float: kc 256 / 384 / 512 gave ~86% / ~87% / ~89% of the
+  // single-core peak on a quiet machine): the strip of B (64 KiB for float) no longer stays in
+  // a 48 KiB L1 and is read from L2 with A's, which that L2 sustains, while C's tile is loaded
+  // and stored half as often as at 256. The block of A (mc x kc, 336 KiB) sits in a 1 MiB L2;
+  // the panel of B (kc x nc, 8 MiB) in L3.
   static constexpr std::size_t mr = 14;
   static constexpr std::size_t nr = 2 * (64 / sizeof(T));             // 32 floats, 16 doubles
   static constexpr std::size_t kc = 512;
-  static constexpr std::size_t mc = (sizeof(T) == 4 ? 24 : 12) * mr;  // ~336 KiB of A
+  static constexpr std::size_t mc = (sizeof(T) == 4 ? 12 : 6) * mr;   // 168 / 84 rows
   static constexpr std::size_t nc = 16384 / sizeof(T);                // 4096 floats, 2048 doubles
 };
 
