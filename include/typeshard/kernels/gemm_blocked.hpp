@@ -86,10 +86,17 @@ template <gemm_isa Isa, class T>
 inline void micro_kernel(std::size_t kc, const T* a, const T* b, T* tile, std::size_t ldt,
                          bool load) {
 #if defined(TYPESHARD_GEMM_X86)
-  if constexpr (Isa == gemm_isa::avx512) return micro_kernel_avx512(kc, a, b, tile, ldt, load);
-  if constexpr (Isa == gemm_isa::avx2) return micro_kernel_avx2(kc, a, b, tile, ldt, load);
-#endif
+  if constexpr (Isa == gemm_isa::avx512)
+    micro_kernel_avx512(kc, a, b, tile, ldt, load);
+  else if constexpr (Isa == gemm_isa::avx2)
+    micro_kernel_avx2(kc, a, b, tile, ldt, load);
+  else
+    micro_kernel_portable(kc, a, b, tile, ldt, load);
+#else
+  static_assert(Isa == gemm_isa::portable,
+                "typeshard: internal: only the portable GEMM micro-kernel exists off x86-64");
   micro_kernel_portable(kc, a, b, tile, ldt, load);
+#endif
 }
 
 // The macro-kernel: one packed mc x kc block of A against one packed kc x nc block of B,
@@ -191,6 +198,7 @@ void gemm_blocked_at(gemm_isa isa, std::size_t m, std::size_t n, std::size_t k, 
     gemm_naive(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
     return;
   }
+#if defined(TYPESHARD_GEMM_X86)  // elsewhere only the portable level exists (gemm_isa.hpp)
   switch (gemm_isa_capped(isa)) {
     case gemm_isa::avx512:
       return gemm_packed<T, gemm_isa::avx512>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
@@ -201,6 +209,9 @@ void gemm_blocked_at(gemm_isa isa, std::size_t m, std::size_t n, std::size_t k, 
     case gemm_isa::portable:
       break;
   }
+#else
+  (void)isa;
+#endif
   gemm_packed<T, gemm_isa::portable>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
 }
 
