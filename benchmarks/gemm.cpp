@@ -200,8 +200,9 @@ template <class T>
 void register_rows(const char* type) {
   const long shapes[][3] = {{1024, 1024, 2048}, {1024, 2048, 2048}, {2048, 2048, 2048}};
   const auto add = [&](const std::string& name, which w, k::gemm_isa isa, bool all_shapes) {
-    auto* b = benchmark::RegisterBenchmark(("gemm/" + std::string(type) + "/" + name).c_str(),
-                                           [w, isa](benchmark::State& s) { bm_gemm<T>(s, w, isa); });
+    const std::string full = "gemm/" + std::string(type) + "/" + name;
+    auto* b = benchmark::RegisterBenchmark(
+        full.c_str(), [w, isa](benchmark::State& s) { bm_gemm<T>(s, w, isa); });
     for (const auto& s : shapes) {
       b->Args({s[0], s[1], s[2]});
       if (!all_shapes) break;

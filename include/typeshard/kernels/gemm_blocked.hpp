@@ -74,7 +74,7 @@ struct gemm_blocking<T, gemm_isa::avx512> {
   // a 48 KiB L1 and is read from L2 with A's, which that L2 sustains, while C's tile is loaded
   // and stored half as often as at 256. The block of A (mc x kc, 336 KiB) sits in a 1 MiB L2;
   // the panel of B (kc x nc, 8 MiB) in L3.
-  static constexpr std::size_t mr = 14;
+  static constexpr std::size_t mr = micro_avx512_mr;
   static constexpr std::size_t nr = 2 * (64 / sizeof(T));             // 32 floats, 16 doubles
   static constexpr std::size_t kc = 512;
   static constexpr std::size_t mc = (sizeof(T) == 4 ? 12 : 6) * mr;   // 168 / 84 rows

@@ -18,6 +18,11 @@
 
 #include "../gemm_isa.hpp"
 
+namespace typeshard::kernels::detail {
+// The tile's rows; its columns are 2 vectors. gemm_blocking<T, avx512> packs A to match.
+inline constexpr std::size_t micro_avx512_mr = 14;
+}  // namespace typeshard::kernels::detail
+
 #if defined(TYPESHARD_GEMM_X86)
 #include <immintrin.h>
 
@@ -67,8 +72,9 @@ template <class T>
 TYPESHARD_GEMM_AVX512_TARGET void micro_kernel_avx512(std::size_t kc, const T* a, const T* b,
                                                       T* tile, std::size_t ldt, bool load) {
   using V = typename avx512::vec<T>::type;
-  constexpr std::size_t mr = 14;
+  constexpr std::size_t mr = micro_avx512_mr;
   constexpr std::size_t lanes = 64 / sizeof(T);
+  static_assert(mr == 14, "typeshard: internal: the unroll pragmas below assume 14 rows");
   // Fully unrolled over the rows, so the accumulator arrays become 28 registers.
   V c0[mr], c1[mr];
 #pragma GCC unroll 14
