@@ -15,11 +15,11 @@
 //
 // Which kernel runs (kernels::gemm_kernel_name() says, for reports):
 //   - typeshard's own packed kernel (gemm_blocked.hpp) at the widest SIMD level the CPU has,
-//     whenever that is AVX-512: it reaches ~88% of the measured single-core peak there, where
-//     a BLAS may not (Debian 12's OpenBLAS runs its AVX2 kernel at under half of it when
-//     OPENBLAS_CORETYPE pins an AVX2 core, as it must for that build on newer CPUs; BLIS 0.9
-//     does not recognise Zen 5 and runs its generic kernel). docs/kernels/gemm.md has the
-//     numbers;
+//     whenever that is AVX-512: it reaches 85-90% of the measured single-core peak there,
+//     whatever a BLAS's core detection or environment says (Debian 12's OpenBLAS runs its
+//     AVX2 kernels at under half of it when OPENBLAS_CORETYPE pins an AVX2 core, as it must
+//     for that build on newer CPUs; BLIS 0.9 does not recognise Zen 5 and runs its generic
+//     kernel). docs/reference/kernels/gemm.md has the numbers;
 //   - otherwise the linked CBLAS (TYPESHARD_HAVE_CBLAS, set by the CMake target
 //     typeshard::blas): cblas_sgemm / cblas_dgemm, whose AVX2 kernels are a few percent
 //     faster than typeshard's;
@@ -33,11 +33,11 @@
 // cores would oversubscribe). typeshard::blas links the pthread OpenBLAS build (Debian's
 // serial build lacks USE_LOCKING and corrupts results under concurrent calls, see
 // cmake/typeshardCBLAS.cmake); when the pthread build is linked (TYPESHARD_HAVE_OPENBLAS
-// without TYPESHARD_OPENBLAS_SERIAL), the first gemm call sets OpenBLAS's process-wide thread
-// count to 1, once. The trade-off: a
-// program that also calls BLAS itself outside typeshard gets single-threaded BLAS too; if it
-// raises the count (openblas_set_num_threads), it must set it back to 1 before running
-// sharded ops (benchmarks/matmul.cpp does exactly that around its 2-thread baseline).
+// without TYPESHARD_OPENBLAS_SERIAL), the first call that uses it sets OpenBLAS's
+// process-wide thread count to 1, once. The trade-off: a program that also calls BLAS itself
+// outside typeshard gets single-threaded BLAS too; if it raises the count
+// (openblas_set_num_threads), it must set it back to 1 before running sharded ops
+// (benchmarks/matmul.cpp does exactly that around its 2-thread baseline).
 #pragma once
 
 #include <cstddef>
