@@ -5,7 +5,8 @@
 // Shapes: every combination of tiny and odd extents (0, 1, 2, 5, 7, 17, 33); long thin ones
 // of 1000; random ones around each path's blocking edges (mr, nr, kc, mc, nc) and fully
 // random ones; row strides wider than the matrices; with and without accumulate. Also: how
-// the SIMD level is chosen and forced (gemm_isa.hpp).
+// the SIMD level is chosen and forced (gemm_isa.hpp), and concurrent calls (every device is a
+// thread).
 #include "support/gemm_impls.hpp"
 
 #include <typeshard/kernels/gemm.hpp>
@@ -20,6 +21,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -173,4 +175,42 @@ TEST_CASE("gemm: TYPESHARD_GEMM_ISA names a level, anything else forces nothing"
     ::setenv("TYPESHARD_GEMM_ISA", saved.c_str(), 1);
   else
     ::unsetenv("TYPESHARD_GEMM_ISA");
+}
+
+TEST_CASE("gemm: concurrent calls, as the devices make them, each get their own product",
+          "[gemm][threads]") {
+  // Each thread multiplies its own operands with every path; the main thread checks the
+  // results against one computed alone (Catch2's checks are not thread-safe). Packing buffers,
+  // the one-time BLAS setup and the level's detection must not be shared unsafely.
+  constexpr std::size_t threads = 4, m = 61, n = 75, kk = 300;
+  const std::vector<gemm_impl> impls = ts_test::gemm_impls_here();
+  std::vector<std::vector<float>> a(threads), b(threads), alone(threads * impls.size()),
+      together(threads * impls.size());
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (std::size_t t = 0; t < threads; ++t) {
+    a[t].resize(m * kk);
+    b[t].resize(kk * n);
+    for (float& x : a[t]) x = dist(rng);
+    for (float& x : b[t]) x = dist(rng);
+  }
+  const auto product = [&](std::size_t t, std::size_t w, std::vector<float>& c) {
+    c.assign(m * n, 0.0f);
+    ts_test::run<float>(impls[w], m, n, kk, a[t].data(), kk, b[t].data(), n, c.data(), n, false,
+                        plain);
+  };
+  for (std::size_t t = 0; t < threads; ++t)
+    for (std::size_t w = 0; w < impls.size(); ++w) product(t, w, alone[t * impls.size() + w]);
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round)
+        for (std::size_t w = 0; w < impls.size(); ++w)
+          product(t, w, together[t * impls.size() + w]);
+    });
+  for (std::thread& th : pool) th.join();
+  for (std::size_t i = 0; i < alone.size(); ++i) {
+    INFO(ts_test::name(impls[i % impls.size()]) << ", thread " << i / impls.size());
+    CHECK(together[i] == alone[i]);  // the same code on the same data: bit for bit
+  }
 }
