@@ -84,7 +84,7 @@ def gemm_info():
     except Exception:  # noqa: BLE001 - informational only
         text = ""
     targets = sorted(set(re.findall(r'custom_call_target="([^"]+)"', text)))
-    op = "custom-call " + ", ".join(targets) if targets else "XLA dot" if " dot(" in text else "?"
+    op = "custom-call " + ", ".join(targets) if targets else "dot" if " dot(" in text else "?"
     flags = ""
     try:
         with open("/proc/cpuinfo") as f:
