@@ -29,24 +29,36 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-NOMINAL_PEAK_GFLOPS = 234.0  # 2 cores here, single precision: the brief's number
 MIB = 1 << 20
+
+# The environment may pin OpenBLAS's core (OPENBLAS_CORETYPE; OPENBLAS_L2_SIZE beside it), as
+# the machines here do. Every contender that links OpenBLAS also runs, in the same report, as
+# a "<name>_unpinned" twin with both variables unset, so the report shows what the pinning
+# costs each one (typeshard's GEMM does not use OpenBLAS where its own AVX-512 kernel runs).
+OPENBLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+UNPINNED = {"typeshard_unpinned": "typeshard", "openblas_unpinned": "openblas",
+            "threads_unpinned": "threads"}
 
 CONTENDER_LABELS = {
     "typeshard": "typeshard",
+    "typeshard_unpinned": "typeshard, OPENBLAS_* unset",
     "openblas": "OpenBLAS, all cores",
+    "openblas_unpinned": "OpenBLAS, all cores, OPENBLAS_* unset",
+    "threads_unpinned": "std::thread, OPENBLAS_* unset",
     "eigen": "Eigen 3.4, all cores",
     "threads": "hand-written std::thread",
     "jax": "JAX (CPU, 8 devices)",
     "memcpy": "memcpy, all cores",
 }
-CONTENDER_ORDER = ["typeshard", "openblas", "eigen", "threads", "jax", "memcpy"]
-MATMUL_CONTENDERS = ["typeshard", "openblas", "eigen", "threads", "jax"]
+CONTENDER_ORDER = ["typeshard", "typeshard_unpinned", "openblas", "openblas_unpinned", "eigen",
+                   "threads", "threads_unpinned", "jax", "memcpy"]
+MATMUL_CONTENDERS = ["typeshard", "typeshard_unpinned", "openblas", "openblas_unpinned", "eigen",
+                     "threads", "threads_unpinned", "jax"]
 COLLECTIVE_CONTENDERS = ["typeshard", "memcpy", "jax"]
 # Pause after a run of a contender whose threads keep spinning after it returns, so they do
 # not steal the next contender's cores: OpenBLAS's pthreads spin 2^28 cycles (THREAD_TIMEOUT,
 # about 0.1 s); OpenMP (Eigen) and XLA's pool spin much less.
-SETTLE_S = {"openblas": 0.12, "eigen": 0.03, "jax": 0.03}
+SETTLE_S = {"openblas": 0.12, "openblas_unpinned": 0.12, "eigen": 0.03, "jax": 0.03}
 
 
 # ---- workloads -------------------------------------------------------------------------------
@@ -253,11 +265,9 @@ def measure_peak(build):
     out = run_text([exe]) if os.path.exists(exe) else ""
     m = re.match(r"peak (\S+) (\S+) (\S+) (\d+)", out)
     if not m:
-        return {"measured_gflops": None, "one_core_gflops": None, "isa": "", "threads": 0,
-                "nominal_gflops": NOMINAL_PEAK_GFLOPS}
+        return {"measured_gflops": None, "one_core_gflops": None, "isa": "", "threads": 0}
     return {"measured_gflops": float(m.group(1)), "one_core_gflops": float(m.group(2)),
-            "isa": m.group(3), "threads": int(m.group(4)), "nominal_gflops": NOMINAL_PEAK_GFLOPS,
-            "load_at_measurement": loadavg()}
+            "isa": m.group(3), "threads": int(m.group(4)), "load_at_measurement": loadavg()}
 
 
 # ---- compile-time cost --------------------------------------------------------------------------
@@ -400,7 +410,7 @@ def main():
     if peak["measured_gflops"]:
         log(f"peak: {peak['measured_gflops']:.1f} GFLOP/s single precision measured on "
             f"{peak['threads']} cores ({peak['isa']} FMA kernel; one core "
-            f"{peak['one_core_gflops']:.1f}); nominal {NOMINAL_PEAK_GFLOPS:.0f}")
+            f"{peak['one_core_gflops']:.1f})")
     else:
         log("peak: not measured (compare_peak missing)")
 
@@ -413,6 +423,8 @@ def main():
         "jax": [args.venv_python, os.path.join(HERE, "jax_contender.py")] if args.venv_python
         else None,
     }
+    for twin, base in UNPINNED.items():
+        exe[twin] = exe[base]
     missing_note = {}
     for name, cmd in exe.items():
         if cmd is None:
@@ -421,11 +433,16 @@ def main():
             missing_note[name] = f"{os.path.relpath(cmd[0], ROOT)} was not built"
     wanted = set(args.contenders.split(",")) if args.contenders else set(CONTENDER_ORDER)
     env = dict(os.environ)
+    env_unpinned = {k: v for k, v in env.items() if k not in OPENBLAS_ENV}
+    machine["openblas_env"] = {k: env.get(k) for k in OPENBLAS_ENV}
+    log("OpenBLAS environment: " + ", ".join(f"{k}={env.get(k, '(unset)')}" for k in OPENBLAS_ENV)
+        + "; the *_unpinned contenders run with both unset")
     procs = {}
 
     def contender(name):
         if name not in procs or not procs[name].alive():
-            procs[name] = Contender(name, exe[name], env, os.path.join(logdir, f"{name}.log"))
+            procs[name] = Contender(name, exe[name], env_unpinned if name in UNPINNED else env,
+                                    os.path.join(logdir, f"{name}.log"))
         return procs[name]
 
     selected = workloads(quick)
@@ -530,7 +547,7 @@ def main():
                 rec["ratio"] = rec["median_s"] / base
         # print
         unit = "GFLOP/s" if w["kind"] == "flops" else "GB/s"
-        log(f"   {'contender':26s} {'median ms':>10s} {'min':>9s} {'max':>9s} {'runs':>5s} "
+        log(f"   {'contender':38s} {'median ms':>10s} {'min':>9s} {'max':>9s} {'runs':>5s} "
             f"{unit:>8s} {'ratio':>7s}  check")
         for c in w["contenders"]:
             rec = entry["contenders"][c]
@@ -538,7 +555,7 @@ def main():
                 continue
             rate = rec.get("gflops", rec.get("gbytes_per_s", 0))
             chk = {True: "ok", False: "FAILED", None: "-"}[rec.get("check")]
-            log(f"   {rec['label']:26s} {fmt_ms(rec['median_s']):>10s} {fmt_ms(rec['min_s']):>9s} "
+            log(f"   {rec['label']:38s} {fmt_ms(rec['median_s']):>10s} {fmt_ms(rec['min_s']):>9s} "
                 f"{fmt_ms(rec['max_s']):>9s} {len(rec['times']):5d} {rate:8.1f} "
                 f"{rec.get('ratio', 0):7.3f}  {chk}")
         log(f"   load average {entry['load_before'][0] if entry['load_before'] else '?'} -> "

@@ -22,7 +22,8 @@ matrix make_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed, float
 }
 
 std::string eigen_info() {
-  return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
+  return std::string("gemm: Eigen's own GEBP kernel (") + Eigen::SimdInstructionSetsInUse() +
+         "); Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
          std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) + ", " +
          std::to_string(Eigen::nbThreads()) + " threads, SIMD " + Eigen::SimdInstructionSetsInUse();
 }

@@ -14,6 +14,7 @@ reply a line on stdout), and so are the input data and the check positions.
 
 import gc
 import os
+import re
 import sys
 import time
 
@@ -71,6 +72,27 @@ def collectives_in(jitted, *args):
         if n:
             found.append(f"{op} x{n}")
     return ", ".join(found) or "none"
+
+
+def gemm_info():
+    """What runs a float32 matmul here, as far as JAX says: the op in XLA's optimised HLO (a
+    custom call names a library kernel, e.g. oneDNN's) and the host's widest SIMD, which XLA's
+    CPU backend compiles for."""
+    x = jnp.ones((64, 64), jnp.float32)
+    try:
+        text = jax.jit(jnp.matmul).lower(x, x).compile().as_text()
+    except Exception:  # noqa: BLE001 - informational only
+        text = ""
+    targets = sorted(set(re.findall(r'custom_call_target="([^"]+)"', text)))
+    op = "custom-call " + ", ".join(targets) if targets else "dot" if " dot(" in text else "?"
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        pass
+    isa = "avx512" if " avx512f" in flags else "avx2" if " avx2" in flags else "baseline"
+    return f"gemm: XLA:CPU {op} (host ISA {isa})"
 
 
 def block(tree):
@@ -310,7 +332,8 @@ def main():
                     reply("skip not implemented by this contender")
                     continue
                 current.run()  # the warm-up: compiles
-                info = f"jax {jax.__version__}, {jax.device_count()} devices; {current.info}"
+                info = (f"{gemm_info()}; jax {jax.__version__}, {jax.device_count()} devices; "
+                        f"{current.info}")
                 reply("ok check=" + ",".join(repr(v) for v in current.check()) + " info=" + info)
             elif words[0] == "run":
                 t0 = time.perf_counter()

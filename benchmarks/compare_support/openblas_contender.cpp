@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "openblas_info.hpp"
 #include "protocol.hpp"
 
 extern "C" {
@@ -35,7 +36,8 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size
 }
 
 std::string blas_info() {
-  return std::string(openblas_get_config()) + ", " + std::to_string(openblas_get_num_threads()) +
+  return openblas_gemm_info() + "; " + std::string(openblas_get_config()) + ", " +
+         std::to_string(openblas_get_num_threads()) +
          " threads" + (openblas_get_parallel() == 1 ? " (pthreads)" : "");
 }
 

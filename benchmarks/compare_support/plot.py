@@ -4,7 +4,7 @@
 
 Writes, next to the JSON, <workload>.png for every workload (left: each contender's median
 time with its min-max range and its ratio to typeshard; right: throughput, GFLOP/s of useful
-work against the machine's measured and nominal peaks, or GB/s for the collectives) and
+work against the machine's measured peak, or GB/s for the collectives) and
 summary.png (every ratio, on a log scale). Needs matplotlib (installed in benchmarks/compare's
 venv).
 """
@@ -18,10 +18,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["typeshard", "openblas", "eigen", "threads", "jax", "memcpy"]
-COLORS = {"typeshard": "#1f77b4", "openblas": "#7f7f7f", "eigen": "#bcbd22",
-          "threads": "#2ca02c", "jax": "#d62728", "memcpy": "#9467bd"}
-LABELS = {"openblas": "OpenBLAS, all cores", "eigen": "Eigen, all cores",
+ORDER = ["typeshard", "typeshard_unpinned", "openblas", "openblas_unpinned", "eigen", "threads",
+         "threads_unpinned", "jax", "memcpy"]
+COLORS = {"typeshard": "#1f77b4", "typeshard_unpinned": "#aec7e8", "openblas": "#7f7f7f",
+          "openblas_unpinned": "#c7c7c7", "eigen": "#bcbd22", "threads": "#2ca02c",
+          "threads_unpinned": "#98df8a", "jax": "#d62728", "memcpy": "#9467bd"}
+LABELS = {"typeshard_unpinned": "typeshard, OPENBLAS_* unset",
+          "openblas": "OpenBLAS, all cores", "openblas_unpinned": "OpenBLAS, OPENBLAS_* unset",
+          "threads_unpinned": "std::thread, OPENBLAS_* unset", "eigen": "Eigen, all cores",
           "threads": "hand-written std::thread", "jax": "JAX (CPU, 8 devices)",
           "memcpy": "memcpy, all cores"}
 
@@ -56,14 +60,10 @@ def workload_figure(w, report, path):
         rate = [r["gflops"] for r in recs]
         ax_r.barh(y, rate, color=[COLORS[c] for c in cs])
         peak = report["peak"].get("measured_gflops")
-        nominal = report["peak"].get("nominal_gflops")
-        top = max(rate + [peak or 0, nominal or 0])
+        top = max(rate + [peak or 0])
         if peak:
             ax_r.axvline(peak, color="k", lw=1)
             ax_r.text(peak, max(y) + 0.45, f" measured peak {peak:.0f}", fontsize=8, va="bottom")
-        if nominal:
-            ax_r.axvline(nominal, color="k", lw=1, ls="--")
-            ax_r.text(nominal, min(y) - 0.45, f" nominal {nominal:.0f}", fontsize=8, va="top")
         ax_r.set_xlabel("GFLOP/s of useful work (the unsharded problem's flops)")
         ax_r.set_xlim(0, top * 1.2)
         ax_r.set_ylim(min(y) - 0.9, max(y) + 0.9)
@@ -105,7 +105,7 @@ def summary_figure(report, path):
     ax.set_xticklabels([w.get("short", w["name"]) for w in ws], fontsize=8, rotation=30,
                        ha="right")
     ax.set_ylabel("contender time / typeshard time\n(above 1: typeshard faster)")
-    ax.legend(fontsize=8, ncol=len(others), loc="upper left")
+    ax.legend(fontsize=7, ncol=min(len(others), 4), loc="upper left")
     ax.set_title(f"typeshard against the alternatives ({report['mode']} run)", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

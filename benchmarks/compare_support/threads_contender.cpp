@@ -22,6 +22,7 @@
 #include <cstring>
 #include <thread>
 
+#include "openblas_info.hpp"
 #include "protocol.hpp"
 
 namespace compare {
@@ -145,6 +146,7 @@ class matmul_case final : public instance {
     });
   }
 
+  std::string info() override { return openblas_gemm_info(); }
   std::vector<double> check() override {
     const std::size_t n = n_, h = n / 2;
     buf g(n * n);
@@ -187,6 +189,7 @@ class batched final : public instance {
       gemm(n_, n_, n_, x_[d].data(), n_, x_[d].data(), n_, y_[d].data(), n_);
     });
   }
+  std::string info() override { return openblas_gemm_info(); }
   std::vector<double> check() override {
     std::vector<double> out;
     const std::size_t per = n_ * n_;
@@ -237,6 +240,7 @@ class megatron final : public instance {
           o[i * dh + j] = p0[i * d_ + m * dh + j] + p1[i * d_ + m * dh + j];
     });
   }
+  std::string info() override { return openblas_gemm_info(); }
   std::vector<double> check() override {
     buf g(b_ * d_);
     for (std::size_t m = 0; m < 2; ++m)
@@ -327,6 +331,7 @@ class training final : public instance {
     });
   }
 
+  std::string info() override { return openblas_gemm_info(); }
   std::vector<double> check() override {  // called after the warm-up: the first step's dW
     std::vector<double> out;
     for (std::size_t l : checked_layers)

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <typeshard/kernels/gemm.hpp>
 #include <typeshard/typeshard.hpp>
 
 #include "protocol.hpp"
@@ -20,6 +21,11 @@ using registry = std::map<std::string, factory>;
 void add_matmul_workloads(registry& r);      // typeshard_matmul.cpp
 void add_model_workloads(registry& r);       // typeshard_models.cpp
 void add_collective_workloads(registry& r);  // typeshard_collectives.cpp
+
+// What every device's GEMM runs, for the report: "gemm: typeshard avx512; ".
+inline std::string gemm_info() {
+  return "gemm: " + ts::kernels::gemm_kernel_name() + "; ";
+}
 
 // The global result of an array, sampled at the check positions.
 template <class Array>

@@ -34,7 +34,7 @@ class matmul_case final : public instance {
     c_.emplace(ts::matmul<Out>(*a_, *b_));
   }
   std::vector<double> check() override { return sample_array(*c_); }
-  std::string info() override { return "plan: " + plan::describe(); }
+  std::string info() override { return gemm_info() + "plan: " + plan::describe(); }
 
  private:
   using lhs_t = decltype(ts::device_put<LhsSpec>(std::declval<const ts::device_mesh<mesh_2x2>&>(),
@@ -69,7 +69,7 @@ class batched final : public instance {
     y_.emplace(ts::matmul(*x_, *x_));
   }
   std::vector<double> check() override { return sample_array(*y_); }
-  std::string info() override { return "plan: " + plan::describe(); }
+  std::string info() override { return gemm_info() + "plan: " + plan::describe(); }
 
  private:
   using x_t =

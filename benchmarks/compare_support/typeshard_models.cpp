@@ -60,7 +60,8 @@ class megatron final : public instance {
   }
   std::vector<double> check() override { return sample_array(*out_); }
   std::string info() override {
-    return "shard_map: all_gather<model>(x, 1); matmul; matmul; psum_scatter<model>(., 1)";
+    return gemm_info() +
+           "shard_map: all_gather<model>(x, 1); matmul; matmul; psum_scatter<model>(., 1)";
   }
 
  private:
@@ -185,7 +186,7 @@ class training final : public instance {
     return out;
   }
   std::string info() override {
-    return "forward: global matmul<P(batch, None)>; backward: shard_map with "
+    return gemm_info() + "forward: global matmul<P(batch, None)>; backward: shard_map with "
            "psum<batch>(matmul(transpose(a), dz)) and matmul(dz, transpose(W))";
   }
 

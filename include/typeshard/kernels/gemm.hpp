@@ -13,25 +13,39 @@
 // and always ldc >= n. For example x^T . dz with x of m x k rows stored (k rows of m):
 //   kernels::gemm<float>(m, n, k, x, m, dz, n, c, n, false, {.trans_a = true});
 //
-// With TYPESHARD_HAVE_CBLAS (set by the CMake target typeshard::blas) this calls
-// cblas_sgemm / cblas_dgemm; otherwise the portable blocked kernel of gemm_blocked.hpp.
+// Which kernel runs (kernels::gemm_kernel_name() says, for reports):
+//   - typeshard's own packed kernel (gemm_blocked.hpp) at the widest SIMD level the CPU has,
+//     whenever that is AVX-512: it reaches 85-90% of the measured single-core peak there,
+//     whatever a BLAS's core detection or environment says (Debian 12's OpenBLAS runs its
+//     AVX2 kernels at under half of it when OPENBLAS_CORETYPE pins an AVX2 core, as it must
+//     for that build on newer CPUs; BLIS 0.9 does not recognise Zen 5 and runs its generic
+//     kernel). docs/reference/kernels/gemm.md has the numbers;
+//   - otherwise the linked CBLAS (TYPESHARD_HAVE_CBLAS, set by the CMake target
+//     typeshard::blas): cblas_sgemm / cblas_dgemm, whose AVX2 kernels are a few percent
+//     faster than typeshard's;
+//   - otherwise typeshard's own kernel at the widest level the CPU has (AVX2 + FMA, or the
+//     portable one).
+// Forcing a level (TYPESHARD_GEMM_ISA=portable|avx2|avx512, or kernels::set_gemm_isa: see
+// gemm_isa.hpp) always runs typeshard's own kernel at that level, BLAS linked or not.
 //
 // Threads: the mesh is the parallelism. Each simulated device already runs on its own
 // thread, so the BLAS must not start threads of its own (2 devices x N BLAS threads on 2
 // cores would oversubscribe). typeshard::blas links the pthread OpenBLAS build (Debian's
 // serial build lacks USE_LOCKING and corrupts results under concurrent calls, see
 // cmake/typeshardCBLAS.cmake); when the pthread build is linked (TYPESHARD_HAVE_OPENBLAS
-// without TYPESHARD_OPENBLAS_SERIAL), the first gemm call sets OpenBLAS's process-wide thread
-// count to 1, once. The trade-off: a
-// program that also calls BLAS itself outside typeshard gets single-threaded BLAS too; if it
-// raises the count (openblas_set_num_threads), it must set it back to 1 before running
-// sharded ops (benchmarks/matmul.cpp does exactly that around its 2-thread baseline).
+// without TYPESHARD_OPENBLAS_SERIAL), the first call that uses it sets OpenBLAS's
+// process-wide thread count to 1, once. The trade-off: a program that also calls BLAS itself
+// outside typeshard gets single-threaded BLAS too; if it raises the count
+// (openblas_set_num_threads), it must set it back to 1 before running sharded ops
+// (benchmarks/matmul.cpp does exactly that around its 2-thread baseline).
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <type_traits>
 
 #include "gemm_blocked.hpp"
+#include "gemm_isa.hpp"
 
 #if defined(TYPESHARD_HAVE_CBLAS)
 #include <climits>
@@ -61,8 +75,56 @@ inline void blas_single_threaded_once() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 #endif
 }
+
+// The product through CBLAS, row-major; false (nothing done) when a size does not fit CBLAS's
+// int (never for a per-shard block in practice), for the caller to fall back.
+template <class T>
+bool gemm_cblas(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda,
+                const T* b, std::size_t ldb, T* c, std::size_t ldc, bool accumulate,
+                gemm_ops ops) {
+  constexpr std::size_t int_max = static_cast<std::size_t>(INT_MAX);
+  if (m > int_max || n > int_max || k > int_max || lda > int_max || ldb > int_max ||
+      ldc > int_max)
+    return false;
+  blas_single_threaded_once();
+  const T beta = accumulate ? T(1) : T(0);
+  const auto ta = ops.trans_a ? CblasTrans : CblasNoTrans;
+  const auto tb = ops.trans_b ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb),
+                beta, c, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb),
+                beta, c, int(ldc));
+  return true;
+}
 }  // namespace detail
 #endif
+
+// Whether kernels::gemm calls the linked CBLAS (true) or typeshard's own kernel at
+// gemm_isa_active() (false), as the header comment says.
+inline bool gemm_uses_blas() {
+#if defined(TYPESHARD_HAVE_CBLAS)
+  return !gemm_isa_forced() && gemm_isa_detected() != gemm_isa::avx512;
+#else
+  return false;
+#endif
+}
+
+// What kernels::gemm runs now, for benchmark reports: "typeshard avx512",
+// "OpenBLAS Haswell" (OpenBLAS's own name for the core whose kernels it picked), "cblas".
+inline std::string gemm_kernel_name() {
+#if defined(TYPESHARD_HAVE_CBLAS)
+  if (gemm_uses_blas()) {
+#if defined(TYPESHARD_HAVE_OPENBLAS)
+    return std::string("OpenBLAS ") + openblas_get_corename();
+#else
+    return "cblas";
+#endif
+  }
+#endif
+  return std::string("typeshard ") + gemm_isa_name(gemm_isa_active());
+}
 
 template <class T>
 void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda, const T* b,
@@ -78,22 +140,8 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t l
     return;
   }
 #if defined(TYPESHARD_HAVE_CBLAS)
-  // CBLAS takes int sizes; beyond that (never for a per-shard block in practice) fall back.
-  constexpr std::size_t int_max = static_cast<std::size_t>(INT_MAX);
-  if (m <= int_max && n <= int_max && k <= int_max && lda <= int_max && ldb <= int_max &&
-      ldc <= int_max) {
-    detail::blas_single_threaded_once();
-    const T beta = accumulate ? T(1) : T(0);
-    const auto ta = ops.trans_a ? CblasTrans : CblasNoTrans;
-    const auto tb = ops.trans_b ? CblasTrans : CblasNoTrans;
-    if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb),
-                  beta, c, int(ldc));
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb),
-                  beta, c, int(ldc));
+  if (gemm_uses_blas() && detail::gemm_cblas(m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops))
     return;
-  }
 #endif
   gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops);
 }

@@ -1,11 +1,11 @@
-// typeshard/kernels/gemm_blocked.hpp: the portable per-shard GEMM (no BLAS needed).
+// typeshard/kernels/gemm_blocked.hpp: typeshard's own packed per-shard GEMM (no BLAS needed).
 //
 //   gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate = false, ops = {})
 //
 // Row-major C[m x n] = op(A)[m x k] . op(B)[k x n] (or C += when accumulate), for float and
 // double, where op(X) is X or its transpose as `ops` says (gemm_ops, below; the same
-// arguments as kernels::gemm). kernels::gemm uses it when no CBLAS is linked; its tests and
-// benchmark call it directly.
+// arguments as kernels::gemm). kernels::gemm runs it (see gemm.hpp for when); its tests and
+// benchmark also call it directly, at each SIMD level, through detail::gemm_blocked_at.
 //
 // The structure is the one of BLIS / GotoBLAS, because that is what makes a GEMM run at the
 // speed of the arithmetic units rather than of memory:
@@ -14,31 +14,30 @@
 //   - the m dimension is cut into mc rows: an mc x kc block of A is packed (into mr-tall row
 //     strips) and stays in L2 while it meets every strip of packed B;
 //   - a micro-kernel keeps an mr x nr tile of C in registers across the whole kc slab, reading
-//     the packed strips sequentially: 2 loads + mr broadcasts per mr*nr multiply-adds.
+//     the packed strips sequentially: 2 vector loads + mr broadcasts per 2 * mr FMAs.
 // Edges are zero-padded in the packed copies, so the micro-kernel always does full tiles;
 // partial tiles of C are written through a small temporary.
 // Transposed operands cost nothing extra: packing reads op(A) and op(B) through a row and a
 // column stride (element (i, p) of op(A) at a[i*rs + p*cs]), so a transpose only swaps the
 // strides, and the packed copies, hence the micro-kernels, are the same.
 //
-// The micro-kernel: on x86-64 an AVX2+FMA version (intrinsics in functions compiled for
-// that target, chosen at run time with __builtin_cpu_supports, so the binary still runs on
-// any x86-64: builds do not use -march=native by default); elsewhere, or on older CPUs,
-// a portable version whose fixed-size loops the compiler vectorises with what the target
-// has (SSE2 on baseline x86-64).
+// The micro-kernel, by SIMD level (kernels::gemm_isa, chosen at run time: gemm_isa.hpp):
+//   avx512    14 x 32 floats / 14 x 16 doubles   detail/gemm_micro_avx512.hpp
+//   avx2      6 x 16 floats / 6 x 8 doubles      detail/gemm_micro_avx2.hpp
+//   portable  the AVX2 tile in 16-byte GNU vectors (SSE2, NEON...): detail/gemm_micro_portable.hpp
+// The SIMD kernels are compiled with __attribute__((target)), so no -march flag is needed and
+// the same binary runs on any x86-64.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
-#include <memory>
-#include <new>
 #include <type_traits>
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
-#define TYPESHARD_GEMM_X86_AVX2 1
-#include <immintrin.h>
-#endif
+#include "detail/gemm_micro_avx2.hpp"
+#include "detail/gemm_micro_avx512.hpp"
+#include "detail/gemm_micro_portable.hpp"
+#include "detail/gemm_pack.hpp"
+#include "gemm_isa.hpp"
 
 namespace typeshard::kernels {
 
@@ -53,265 +52,62 @@ struct gemm_ops {
 
 namespace detail {
 
-// Register tile and cache blocks, per element type. mr x nr fills 12 of the 16 AVX2
-// registers with accumulators (6 rows x 2 vectors); kc x nr of packed B (16 KiB for float)
-// and mr x kc of packed A fit L1; mc x kc of A (~96 KiB) fits L2; kc x nc of B (~2 MiB for
-// float) is meant for L3. nr is a multiple of the vector width; mc of mr.
-template <class T>
+// Register tile and cache blocks, per element type and SIMD level. nr is a multiple of the
+// vector width, mc of mr. kc x nr of packed B (one strip, reused by every strip of A) stays in
+// L1; mc x kc of packed A in L2; kc x nc of packed B is meant for L3.
+template <class T, gemm_isa Isa>
 struct gemm_blocking {
-  static constexpr std::size_t vector_width = 32 / sizeof(T);  // lanes of a 256-bit register
+  // AVX2 (and the portable kernel, which computes the same tile): 6 rows x 2 vectors of 256
+  // bits = 12 of the 16 registers. Strip of B 16 KiB (float), block of A ~96 KiB.
   static constexpr std::size_t mr = 6;
-  static constexpr std::size_t nr = 2 * vector_width;          // 16 floats, 8 doubles
+  static constexpr std::size_t nr = 2 * (32 / sizeof(T));  // 16 floats, 8 doubles
   static constexpr std::size_t kc = 256;
-  static constexpr std::size_t mc = 16 * mr;                   // 96 rows
-  static constexpr std::size_t nc = 2048 / sizeof(T) * 4;      // 2048 floats, 1024 doubles
-};
-
-// 64-byte aligned scratch for the packed blocks (a vector's allocator gives only 16).
-template <class T>
-struct pack_buffer {
-  struct aligned_delete {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t{64}); }
-  };
-  std::unique_ptr<T, aligned_delete> data;
-  explicit pack_buffer(std::size_t n)
-      : data(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64}))) {}
-  T* get() const { return data.get(); }
-};
-
-// Packs the mc x kc block of op(A) whose element (i, p) is a[i*rs + p*cs] into strips of mr
-// rows: strip s holds, for each p in [0, kc), the mr values op(A)[s*mr + i][p], rows past mc
-// zero. A plain A has (rs, cs) = (lda, 1), a transposed one (1, lda): each gets a loop that
-// reads its memory in order.
-template <class T>
-void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t rs, std::size_t cs, T* out) {
-  constexpr std::size_t mr = gemm_blocking<T>::mr;
-  for (std::size_t i0 = 0; i0 < mc; i0 += mr) {
-    const std::size_t rows = std::min(mr, mc - i0);
-    const T* src = a + i0 * rs;
-    if (rows == mr && cs == 1) {
-      for (std::size_t p = 0; p < kc; ++p)
-        for (std::size_t i = 0; i < mr; ++i) out[p * mr + i] = src[i * rs + p];
-    } else if (rows == mr && rs == 1) {  // transposed: the mr values of each p are contiguous
-      for (std::size_t p = 0; p < kc; ++p)
-        for (std::size_t i = 0; i < mr; ++i) out[p * mr + i] = src[p * cs + i];
-    } else {
-      for (std::size_t p = 0; p < kc; ++p)
-        for (std::size_t i = 0; i < mr; ++i)
-          out[p * mr + i] = i < rows ? src[i * rs + p * cs] : T(0);
-    }
-    out += kc * mr;
-  }
-}
-
-// Packs the kc x nc block of op(B) whose element (p, j) is b[p*rs + j*cs] into strips of nr
-// columns: strip s holds, for each p, the nr values op(B)[p][s*nr + j], columns past nc zero.
-// A plain B has (rs, cs) = (ldb, 1) and copies rows; a transposed one (1, ldb) reads each of
-// the strip's nr stored rows in order (kc contiguous values) and scatters them into the strip.
-template <class T>
-void pack_b(std::size_t kc, std::size_t nc, const T* b, std::size_t rs, std::size_t cs, T* out) {
-  constexpr std::size_t nr = gemm_blocking<T>::nr;
-  for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
-    const std::size_t cols = std::min(nr, nc - j0);
-    if (cs == 1) {
-      for (std::size_t p = 0; p < kc; ++p) {
-        const T* row = b + p * rs + j0;
-        T* dst = out + p * nr;
-        if (cols == nr) {
-          std::memcpy(dst, row, nr * sizeof(T));
-        } else {
-          for (std::size_t j = 0; j < cols; ++j) dst[j] = row[j];
-          for (std::size_t j = cols; j < nr; ++j) dst[j] = T(0);
-        }
-      }
-    } else {  // transposed: rs == 1
-      for (std::size_t j = 0; j < cols; ++j) {
-        const T* col = b + (j0 + j) * cs;  // column j0 + j of op(B): contiguous in memory
-        for (std::size_t p = 0; p < kc; ++p) out[p * nr + j] = col[p];
-      }
-      for (std::size_t j = cols; j < nr; ++j)
-        for (std::size_t p = 0; p < kc; ++p) out[p * nr + j] = T(0);
-    }
-    out += kc * nr;
-  }
-}
-
-// The micro-kernel's contract: tile[mr x nr] (row stride ldt) = (load ? tile : 0) +
-// sum over p < kc of a_strip[p][i] * b_strip[p][j]. Both strips are packed and aligned.
-
-// Portable: GNU vector extensions (g++ and clang++, every target) of 16 bytes, the width
-// every SIMD ISA has (SSE2, NEON). The 6 x 16 float tile would need 24 such registers, more
-// than SSE2's 16, so it is computed as two 6 x 8 halves: 12 accumulators, 2 for B, 1 for A.
-// (A plain scalar loop here is what g++ -O2 and -O3 fail to vectorise well: 3-13 GFLOP/s.)
-template <class T>
-struct vec16;
-template <>
-struct vec16<float> {
-  typedef float type __attribute__((vector_size(16)));
-};
-template <>
-struct vec16<double> {
-  typedef double type __attribute__((vector_size(16)));
+  static constexpr std::size_t mc = 16 * mr;               // 96 rows
+  static constexpr std::size_t nc = 2048 / sizeof(T) * 4;  // 2048 floats, 1024 doubles
 };
 
 template <class T>
-void micro_kernel_portable(std::size_t kc, const T* a, const T* b, T* tile, std::size_t ldt,
-                           bool load) {
-  using V = typename vec16<T>::type;
-  constexpr std::size_t lanes = 16 / sizeof(T);
-  constexpr std::size_t mr = gemm_blocking<T>::mr;
-  constexpr std::size_t nr = gemm_blocking<T>::nr;
-  constexpr std::size_t half = nr / 2;
-  constexpr std::size_t nv = half / lanes;  // vectors per row of a half: 2
-  static_assert(nv == 2 && mr == 6,
-                "typeshard: internal: the register budget below assumes a 6 x (2 vectors) half");
-  for (std::size_t h = 0; h < nr; h += half) {
-    V acc[mr][nv] = {};
-    const T* ap = a;
-    const T* bp = b + h;
-    for (std::size_t p = 0; p < kc; ++p, ap += mr, bp += nr) {
-      V b0, b1;
-      std::memcpy(&b0, bp, sizeof(V));
-      std::memcpy(&b1, bp + lanes, sizeof(V));
-      for (std::size_t i = 0; i < mr; ++i) {
-        const V ai = V{} + ap[i];  // broadcast
-        acc[i][0] += ai * b0;
-        acc[i][1] += ai * b1;
-      }
-    }
-    for (std::size_t i = 0; i < mr; ++i) {
-      T* t = tile + i * ldt + h;
-      for (std::size_t v = 0; v < nv; ++v) {
-        V r = acc[i][v];
-        if (load) {
-          V old;
-          std::memcpy(&old, t + v * lanes, sizeof(V));
-          r += old;
-        }
-        std::memcpy(t + v * lanes, &r, sizeof(V));
-      }
-    }
-  }
-}
+struct gemm_blocking<T, gemm_isa::avx512> {
+  // 14 rows x 2 vectors of 512 bits = 28 of the 32 registers. kc = 512 was measured best on
+  // Zen 5 (1024 x 2048 x 2048 float: kc 256 / 384 / 512 gave ~86% / ~87% / ~89% of the
+  // single-core peak on a quiet machine): the strip of B (64 KiB for float) no longer stays in
+  // a 48 KiB L1 and is read from L2 with A's, which that L2 sustains, while C's tile is loaded
+  // and stored half as often as at 256. The block of A (mc x kc, 336 KiB) sits in a 1 MiB L2;
+  // the panel of B (kc x nc, 8 MiB) in L3.
+  static constexpr std::size_t mr = micro_avx512_mr;
+  static constexpr std::size_t nr = 2 * (64 / sizeof(T));             // 32 floats, 16 doubles
+  static constexpr std::size_t kc = 512;
+  static constexpr std::size_t mc = (sizeof(T) == 4 ? 12 : 6) * mr;   // 168 / 84 rows
+  static constexpr std::size_t nc = 16384 / sizeof(T);                // 4096 floats, 2048 doubles
+};
 
-#if defined(TYPESHARD_GEMM_X86_AVX2)
-// AVX2 + FMA: 6 rows x 2 vectors of accumulators, the k loop unrolled by 2.
-#define TYPESHARD_GEMM_AVX2_TARGET __attribute__((target("avx2,fma")))
-
-TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const float* a,
-                                                         const float* b, float* tile,
-                                                         std::size_t ldt, bool load) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
-  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
-  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
-  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
-  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-  for (std::size_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_load_ps(b);
-    const __m256 b1 = _mm256_load_ps(b + 8);
-    __m256 ai = _mm256_broadcast_ss(a + 0);
-    c00 = _mm256_fmadd_ps(ai, b0, c00);
-    c01 = _mm256_fmadd_ps(ai, b1, c01);
-    ai = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(ai, b0, c10);
-    c11 = _mm256_fmadd_ps(ai, b1, c11);
-    ai = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(ai, b0, c20);
-    c21 = _mm256_fmadd_ps(ai, b1, c21);
-    ai = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(ai, b0, c30);
-    c31 = _mm256_fmadd_ps(ai, b1, c31);
-    ai = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(ai, b0, c40);
-    c41 = _mm256_fmadd_ps(ai, b1, c41);
-    ai = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(ai, b0, c50);
-    c51 = _mm256_fmadd_ps(ai, b1, c51);
-    a += 6;
-    b += 16;
-  }
-  const __m256 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                             {c30, c31}, {c40, c41}, {c50, c51}};
-  for (std::size_t i = 0; i < 6; ++i) {
-    float* t = tile + i * ldt;
-    __m256 r0 = rows[i][0], r1 = rows[i][1];
-    if (load) {
-      r0 = _mm256_add_ps(r0, _mm256_loadu_ps(t));
-      r1 = _mm256_add_ps(r1, _mm256_loadu_ps(t + 8));
-    }
-    _mm256_storeu_ps(t, r0);
-    _mm256_storeu_ps(t + 8, r1);
-  }
-}
-
-TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const double* a,
-                                                         const double* b, double* tile,
-                                                         std::size_t ldt, bool load) {
-  __m256d c00 = _mm256_setzero_pd(), c01 = _mm256_setzero_pd();
-  __m256d c10 = _mm256_setzero_pd(), c11 = _mm256_setzero_pd();
-  __m256d c20 = _mm256_setzero_pd(), c21 = _mm256_setzero_pd();
-  __m256d c30 = _mm256_setzero_pd(), c31 = _mm256_setzero_pd();
-  __m256d c40 = _mm256_setzero_pd(), c41 = _mm256_setzero_pd();
-  __m256d c50 = _mm256_setzero_pd(), c51 = _mm256_setzero_pd();
-  for (std::size_t p = 0; p < kc; ++p) {
-    const __m256d b0 = _mm256_load_pd(b);
-    const __m256d b1 = _mm256_load_pd(b + 4);
-    __m256d ai = _mm256_broadcast_sd(a + 0);
-    c00 = _mm256_fmadd_pd(ai, b0, c00);
-    c01 = _mm256_fmadd_pd(ai, b1, c01);
-    ai = _mm256_broadcast_sd(a + 1);
-    c10 = _mm256_fmadd_pd(ai, b0, c10);
-    c11 = _mm256_fmadd_pd(ai, b1, c11);
-    ai = _mm256_broadcast_sd(a + 2);
-    c20 = _mm256_fmadd_pd(ai, b0, c20);
-    c21 = _mm256_fmadd_pd(ai, b1, c21);
-    ai = _mm256_broadcast_sd(a + 3);
-    c30 = _mm256_fmadd_pd(ai, b0, c30);
-    c31 = _mm256_fmadd_pd(ai, b1, c31);
-    ai = _mm256_broadcast_sd(a + 4);
-    c40 = _mm256_fmadd_pd(ai, b0, c40);
-    c41 = _mm256_fmadd_pd(ai, b1, c41);
-    ai = _mm256_broadcast_sd(a + 5);
-    c50 = _mm256_fmadd_pd(ai, b0, c50);
-    c51 = _mm256_fmadd_pd(ai, b1, c51);
-    a += 6;
-    b += 8;
-  }
-  const __m256d rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                              {c30, c31}, {c40, c41}, {c50, c51}};
-  for (std::size_t i = 0; i < 6; ++i) {
-    double* t = tile + i * ldt;
-    __m256d r0 = rows[i][0], r1 = rows[i][1];
-    if (load) {
-      r0 = _mm256_add_pd(r0, _mm256_loadu_pd(t));
-      r1 = _mm256_add_pd(r1, _mm256_loadu_pd(t + 4));
-    }
-    _mm256_storeu_pd(t, r0);
-    _mm256_storeu_pd(t + 4, r1);
-  }
-}
-
+// The micro-kernel of a level (the contract is in each kernel's header).
+template <gemm_isa Isa, class T>
+inline void micro_kernel(std::size_t kc, const T* a, const T* b, T* tile, std::size_t ldt,
+                         bool load) {
+#if defined(TYPESHARD_GEMM_X86)
+  if constexpr (Isa == gemm_isa::avx512)
+    micro_kernel_avx512(kc, a, b, tile, ldt, load);
+  else if constexpr (Isa == gemm_isa::avx2)
+    micro_kernel_avx2(kc, a, b, tile, ldt, load);
+  else
+    micro_kernel_portable(kc, a, b, tile, ldt, load);
+#else
+  static_assert(Isa == gemm_isa::portable,
+                "typeshard: internal: only the portable GEMM micro-kernel exists off x86-64");
+  micro_kernel_portable(kc, a, b, tile, ldt, load);
 #endif
+}
 
 // The macro-kernel: one packed mc x kc block of A against one packed kc x nc block of B,
 // tile by tile. Full tiles go straight to C, edge tiles through a temporary (the
 // micro-kernel always writes mr x nr). One micro-kernel call covers kc * mr * nr
 // multiply-adds, so the call itself (not inlined across the target boundary) costs nothing.
-template <class T, bool Avx2>
-void macro_kernel_with(std::size_t mc, std::size_t nc, std::size_t kc, const T* pa, const T* pb,
-                       T* c, std::size_t ldc, bool load) {
-  const auto micro = [](std::size_t k, const T* a, const T* b, T* t, std::size_t ldt, bool ld) {
-#if defined(TYPESHARD_GEMM_X86_AVX2)
-    if constexpr (Avx2) {
-      micro_kernel_avx2(k, a, b, t, ldt, ld);
-      return;
-    }
-#endif
-    micro_kernel_portable(k, a, b, t, ldt, ld);
-  };
-  constexpr std::size_t mr = gemm_blocking<T>::mr;
-  constexpr std::size_t nr = gemm_blocking<T>::nr;
+template <class T, gemm_isa Isa>
+void macro_kernel(std::size_t mc, std::size_t nc, std::size_t kc, const T* pa, const T* pb, T* c,
+                  std::size_t ldc, bool load) {
+  constexpr std::size_t mr = gemm_blocking<T, Isa>::mr;
+  constexpr std::size_t nr = gemm_blocking<T, Isa>::nr;
   for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
     const std::size_t cols = std::min(nr, nc - j0);
     const T* b_strip = pb + j0 * kc;  // strip j0/nr holds kc * nr values
@@ -320,49 +116,17 @@ void macro_kernel_with(std::size_t mc, std::size_t nc, std::size_t kc, const T* 
       const T* a_strip = pa + i0 * kc;
       T* ct = c + i0 * ldc + j0;
       if (rows == mr && cols == nr) {
-        micro(kc, a_strip, b_strip, ct, ldc, load);
+        micro_kernel<Isa>(kc, a_strip, b_strip, ct, ldc, load);
       } else {
         alignas(64) T tmp[mr * nr];
         for (std::size_t i = 0; i < rows; ++i)
           for (std::size_t j = 0; j < cols; ++j) tmp[i * nr + j] = load ? ct[i * ldc + j] : T(0);
-        micro(kc, a_strip, b_strip, tmp, nr, true);
+        micro_kernel<Isa>(kc, a_strip, b_strip, tmp, nr, true);
         for (std::size_t i = 0; i < rows; ++i)
           for (std::size_t j = 0; j < cols; ++j) ct[i * ldc + j] = tmp[i * nr + j];
       }
     }
   }
-}
-
-#if defined(TYPESHARD_GEMM_X86_AVX2)
-// Whether this CPU runs the AVX2+FMA kernel; asked once.
-inline bool cpu_has_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
-#endif
-
-// Which micro-kernel to use: the best this CPU runs, or the portable one (tests use it to
-// check both paths on one machine).
-enum class micro_kernel_choice { best, portable };
-
-inline bool use_avx2(micro_kernel_choice choice) {
-#if defined(TYPESHARD_GEMM_X86_AVX2)
-  return choice == micro_kernel_choice::best && cpu_has_avx2_fma();
-#else
-  (void)choice;
-  return false;
-#endif
-}
-
-template <class T>
-void macro_kernel(std::size_t mc, std::size_t nc, std::size_t kc, const T* pa, const T* pb, T* c,
-                  std::size_t ldc, bool load, bool avx2) {
-#if defined(TYPESHARD_GEMM_X86_AVX2)
-  if (avx2) return macro_kernel_with<T, true>(mc, nc, kc, pa, pb, c, ldc, load);
-#else
-  (void)avx2;
-#endif
-  macro_kernel_with<T, false>(mc, nc, kc, pa, pb, c, ldc, load);
 }
 
 // The reference: a plain triple loop (i, p, j order so the inner loop is contiguous for a
@@ -387,24 +151,12 @@ void gemm_naive(std::size_t m, std::size_t n, std::size_t k, const T* a, std::si
   }
 }
 
-template <class T>
-void gemm_blocked_with(micro_kernel_choice choice, std::size_t m, std::size_t n, std::size_t k,
-                       const T* a, std::size_t lda, const T* b, std::size_t ldb, T* c,
-                       std::size_t ldc, bool accumulate, gemm_ops ops = {}) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "typeshard: kernels::gemm_blocked supports float and double");
-  using blk = gemm_blocking<T>;
-  if (m == 0 || n == 0) return;
-  // Element (i, p) of op(A) is a[i*ars + p*acs], element (p, j) of op(B) is b[p*brs + j*bcs].
-  const std::size_t ars = ops.trans_a ? 1 : lda, acs = ops.trans_a ? lda : 1;
-  const std::size_t brs = ops.trans_b ? 1 : ldb, bcs = ops.trans_b ? ldb : 1;
-  // Below about one register tile's worth of work per output row, packing costs more than
-  // it saves.
-  if (k == 0 || m * n * k <= 4 * blk::mr * blk::nr * blk::mr) {
-    gemm_naive(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
-    return;
-  }
-  const bool avx2 = use_avx2(choice);
+// The packed product at one SIMD level, which the caller has checked the CPU runs.
+template <class T, gemm_isa Isa>
+void gemm_packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t ars,
+                 std::size_t acs, const T* b, std::size_t brs, std::size_t bcs, T* c,
+                 std::size_t ldc, bool accumulate) {
+  using blk = gemm_blocking<T, Isa>;
   const std::size_t kc_max = std::min(blk::kc, k);
   const std::size_t mc_max = std::min(blk::mc, (m + blk::mr - 1) / blk::mr * blk::mr);
   const std::size_t nc_max = std::min(blk::nc, (n + blk::nr - 1) / blk::nr * blk::nr);
@@ -417,24 +169,60 @@ void gemm_blocked_with(micro_kernel_choice choice, std::size_t m, std::size_t n,
       const std::size_t kc = std::min(blk::kc, k - p0);
       // The first slab writes C (or adds to it when accumulating); later slabs add.
       const bool load = accumulate || p0 > 0;
-      pack_b(kc, nc, b + p0 * brs + j0 * bcs, brs, bcs, pb.get());
+      pack_b<blk::nr>(kc, nc, b + p0 * brs + j0 * bcs, brs, bcs, pb.get());
       for (std::size_t i0 = 0; i0 < m; i0 += blk::mc) {
         const std::size_t mc = std::min(blk::mc, m - i0);
-        pack_a(mc, kc, a + i0 * ars + p0 * acs, ars, acs, pa.get());
-        macro_kernel(mc, nc, kc, pa.get(), pb.get(), c + i0 * ldc + j0, ldc, load, avx2);
+        pack_a<blk::mr>(mc, kc, a + i0 * ars + p0 * acs, ars, acs, pa.get());
+        macro_kernel<T, Isa>(mc, nc, kc, pa.get(), pb.get(), c + i0 * ldc + j0, ldc, load);
       }
     }
   }
 }
 
+// gemm_blocked at SIMD level `isa`, or the widest this CPU runs if that is lower (so a test
+// may ask for every level on any machine).
+template <class T>
+void gemm_blocked_at(gemm_isa isa, std::size_t m, std::size_t n, std::size_t k, const T* a,
+                     std::size_t lda, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+                     bool accumulate, gemm_ops ops = {}) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "typeshard: kernels::gemm_blocked supports float and double");
+  if (m == 0 || n == 0) return;
+  // Element (i, p) of op(A) is a[i*ars + p*acs], element (p, j) of op(B) is b[p*brs + j*bcs].
+  const std::size_t ars = ops.trans_a ? 1 : lda, acs = ops.trans_a ? lda : 1;
+  const std::size_t brs = ops.trans_b ? 1 : ldb, bcs = ops.trans_b ? ldb : 1;
+  // Below about one register tile's worth of work per output row, packing costs more than
+  // it saves.
+  constexpr std::size_t small = 4 * 6 * 16 * 6;
+  if (k == 0 || m * n * k <= small) {
+    gemm_naive(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
+    return;
+  }
+#if defined(TYPESHARD_GEMM_X86)  // elsewhere only the portable level exists (gemm_isa.hpp)
+  switch (gemm_isa_capped(isa)) {
+    case gemm_isa::avx512:
+      return gemm_packed<T, gemm_isa::avx512>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
+                                              accumulate);
+    case gemm_isa::avx2:
+      return gemm_packed<T, gemm_isa::avx2>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
+                                            accumulate);
+    case gemm_isa::portable:
+      break;
+  }
+#else
+  (void)isa;
+#endif
+  gemm_packed<T, gemm_isa::portable>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
+}
+
 }  // namespace detail
 
+// At the active SIMD level (gemm_isa_active(): the widest the CPU runs, unless capped).
 template <class T>
 void gemm_blocked(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda,
                   const T* b, std::size_t ldb, T* c, std::size_t ldc, bool accumulate = false,
                   gemm_ops ops = {}) {
-  detail::gemm_blocked_with(detail::micro_kernel_choice::best, m, n, k, a, lda, b, ldb, c, ldc,
-                            accumulate, ops);
+  detail::gemm_blocked_at(gemm_isa_active(), m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops);
 }
 
 }  // namespace typeshard::kernels
