@@ -1,6 +1,7 @@
 // src/typeshard_runtime.cpp: typeshard's separately compiled runtime (CMake target
 // typeshard::runtime). It compiles once what a header-only program compiles in every TU
-// that uses it: the backend interface's checks, the thread pool, the shard allocator.
+// that uses it: the backend interface's checks, the thread pool, the shard allocator, the
+// per-shard GEMMs.
 // See include/typeshard/core/config.hpp.
 //
 // Built by hand: g++ -std=c++20 -O2 -DTYPESHARD_SEPARATE_COMPILATION -Iinclude -c
@@ -13,7 +14,18 @@
 #include <typeshard/backend/backend.hpp>
 #include <typeshard/backend/threads.hpp>
 #include <typeshard/detail/buffer.hpp>
+#include <typeshard/kernels/gemm.hpp>
 
 #include <typeshard/backend/impl/backend.ipp>
 #include <typeshard/backend/impl/threads.ipp>
 #include <typeshard/detail/impl/buffer.ipp>
+
+// The per-shard GEMMs (declared `extern template` in kernels/gemm.hpp in this mode).
+template void typeshard::kernels::gemm<float>(std::size_t, std::size_t, std::size_t,
+                                              const float*, std::size_t, const float*,
+                                              std::size_t, float*, std::size_t, bool,
+                                              typeshard::kernels::gemm_ops);
+template void typeshard::kernels::gemm<double>(std::size_t, std::size_t, std::size_t,
+                                               const double*, std::size_t, const double*,
+                                               std::size_t, double*, std::size_t, bool,
+                                               typeshard::kernels::gemm_ops);

@@ -146,4 +146,15 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t l
   gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops);
 }
 
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// With the separately compiled runtime (core/config.hpp) the two GEMMs are compiled once, in
+// typeshard::runtime (src/typeshard_runtime.cpp), not in every TU that multiplies.
+extern template void gemm<float>(std::size_t, std::size_t, std::size_t, const float*,
+                                 std::size_t, const float*, std::size_t, float*, std::size_t,
+                                 bool, gemm_ops);
+extern template void gemm<double>(std::size_t, std::size_t, std::size_t, const double*,
+                                  std::size_t, const double*, std::size_t, double*, std::size_t,
+                                  bool, gemm_ops);
+#endif
+
 }  // namespace typeshard::kernels
