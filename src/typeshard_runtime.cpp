@@ -1,7 +1,7 @@
 // src/typeshard_runtime.cpp: typeshard's separately compiled runtime (CMake target
 // typeshard::runtime). It compiles once what a header-only program compiles in every TU
 // that uses it: the backend interface's checks, the thread pool, the shard allocator, the
-// per-shard GEMMs.
+// per-shard GEMMs, the drawing of ts::visualize.
 // See include/typeshard/core/config.hpp.
 //
 // Built by hand: g++ -std=c++20 -O2 -DTYPESHARD_SEPARATE_COMPILATION -Iinclude -c
@@ -15,10 +15,12 @@
 #include <typeshard/backend/threads.hpp>
 #include <typeshard/detail/buffer.hpp>
 #include <typeshard/kernels/gemm.hpp>
+#include <typeshard/viz/visualize.hpp>
 
 #include <typeshard/backend/impl/backend.ipp>
 #include <typeshard/backend/impl/threads.ipp>
 #include <typeshard/detail/impl/buffer.ipp>
+#include <typeshard/viz/impl/visualize.ipp>
 
 // The per-shard GEMMs (declared `extern template` in kernels/gemm.hpp in this mode).
 template void typeshard::kernels::gemm<float>(std::size_t, std::size_t, std::size_t,

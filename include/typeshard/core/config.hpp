@@ -1,8 +1,8 @@
 // typeshard/core/config.hpp: how typeshard's runtime is linked into a program.
 //
 // Header-only (the default): the runtime's functions (the thread pool, the backends' checks,
-// the shard allocator, the GEMM kernels) are inline functions in the headers, and every
-// translation unit that uses them compiles them again.
+// the shard allocator, the GEMM kernels, the drawing of ts::visualize) are inline functions
+// in the headers, and every translation unit that uses them compiles them again.
 //
 // Separately compiled (TYPESHARD_SEPARATE_COMPILATION, set for you by linking the CMake
 // target typeshard::runtime, or by hand: compile src/typeshard_runtime.cpp once with it and
