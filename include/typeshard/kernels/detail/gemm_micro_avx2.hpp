@@ -11,117 +11,156 @@
 #include <cstddef>
 
 #include "../gemm_isa.hpp"
+#include "simd.hpp"
 
 #if defined(TYPESHARD_GEMM_X86)
-#include <immintrin.h>
 
 namespace typeshard::kernels::detail {
 
 #define TYPESHARD_GEMM_AVX2_TARGET __attribute__((target("avx2,fma")))
+
+// The operations of the kernels below (simd.hpp: the builtins immintrin.h's 256-bit
+// intrinsics wrap).
+namespace avx2 {
+using simd::f32x8;
+using simd::f64x4;
+TYPESHARD_GEMM_AVX2_TARGET inline f32x8 load(const float* p) {
+  return *reinterpret_cast<const simd::f32x8_a*>(p);
+}
+TYPESHARD_GEMM_AVX2_TARGET inline f64x4 load(const double* p) {
+  return *reinterpret_cast<const simd::f64x4_a*>(p);
+}
+TYPESHARD_GEMM_AVX2_TARGET inline f32x8 loadu(const float* p) {
+  return *reinterpret_cast<const simd::f32x8_u*>(p);
+}
+TYPESHARD_GEMM_AVX2_TARGET inline f64x4 loadu(const double* p) {
+  return *reinterpret_cast<const simd::f64x4_u*>(p);
+}
+TYPESHARD_GEMM_AVX2_TARGET inline void storeu(float* p, f32x8 v) {
+  *reinterpret_cast<simd::f32x8_u*>(p) = v;
+}
+TYPESHARD_GEMM_AVX2_TARGET inline void storeu(double* p, f64x4 v) {
+  *reinterpret_cast<simd::f64x4_u*>(p) = v;
+}
+TYPESHARD_GEMM_AVX2_TARGET inline f32x8 broadcast(const float* p) {
+  const float x = *p;
+  return f32x8{x, x, x, x, x, x, x, x};
+}
+TYPESHARD_GEMM_AVX2_TARGET inline f64x4 broadcast(const double* p) {
+  const double x = *p;
+  return f64x4{x, x, x, x};
+}
+TYPESHARD_GEMM_AVX2_TARGET inline f32x8 fma(f32x8 a, f32x8 b, f32x8 c) {
+  return __builtin_ia32_vfmaddps256(a, b, c);
+}
+TYPESHARD_GEMM_AVX2_TARGET inline f64x4 fma(f64x4 a, f64x4 b, f64x4 c) {
+  return __builtin_ia32_vfmaddpd256(a, b, c);
+}
+}  // namespace avx2
 
 // The 6-row tile of C is touched only after the k loop: fetch it meanwhile. Its rows are ldt
 // apart (often a page or more), which the hardware prefetcher does not follow.
 template <class T>
 inline void prefetch_tile(const T* tile, std::size_t ldt, std::size_t cols) {
   for (std::size_t i = 0; i < 6; ++i) {
-    _mm_prefetch(reinterpret_cast<const char*>(tile + i * ldt), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(tile + i * ldt + cols - 1), _MM_HINT_T0);
+    simd::prefetch(tile + i * ldt);
+    simd::prefetch(tile + i * ldt + cols - 1);
   }
 }
 
 TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const float* a,
                                                          const float* b, float* tile,
                                                          std::size_t ldt, bool load) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
-  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
-  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
-  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
-  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  avx2::f32x8 c00 = avx2::f32x8{}, c01 = avx2::f32x8{};
+  avx2::f32x8 c10 = avx2::f32x8{}, c11 = avx2::f32x8{};
+  avx2::f32x8 c20 = avx2::f32x8{}, c21 = avx2::f32x8{};
+  avx2::f32x8 c30 = avx2::f32x8{}, c31 = avx2::f32x8{};
+  avx2::f32x8 c40 = avx2::f32x8{}, c41 = avx2::f32x8{};
+  avx2::f32x8 c50 = avx2::f32x8{}, c51 = avx2::f32x8{};
   prefetch_tile(tile, ldt, 16);
   for (std::size_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_load_ps(b);
-    const __m256 b1 = _mm256_load_ps(b + 8);
-    __m256 ai = _mm256_broadcast_ss(a + 0);
-    c00 = _mm256_fmadd_ps(ai, b0, c00);
-    c01 = _mm256_fmadd_ps(ai, b1, c01);
-    ai = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(ai, b0, c10);
-    c11 = _mm256_fmadd_ps(ai, b1, c11);
-    ai = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(ai, b0, c20);
-    c21 = _mm256_fmadd_ps(ai, b1, c21);
-    ai = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(ai, b0, c30);
-    c31 = _mm256_fmadd_ps(ai, b1, c31);
-    ai = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(ai, b0, c40);
-    c41 = _mm256_fmadd_ps(ai, b1, c41);
-    ai = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(ai, b0, c50);
-    c51 = _mm256_fmadd_ps(ai, b1, c51);
+    const avx2::f32x8 b0 = avx2::load(b);
+    const avx2::f32x8 b1 = avx2::load(b + 8);
+    avx2::f32x8 ai = avx2::broadcast(a + 0);
+    c00 = avx2::fma(ai, b0, c00);
+    c01 = avx2::fma(ai, b1, c01);
+    ai = avx2::broadcast(a + 1);
+    c10 = avx2::fma(ai, b0, c10);
+    c11 = avx2::fma(ai, b1, c11);
+    ai = avx2::broadcast(a + 2);
+    c20 = avx2::fma(ai, b0, c20);
+    c21 = avx2::fma(ai, b1, c21);
+    ai = avx2::broadcast(a + 3);
+    c30 = avx2::fma(ai, b0, c30);
+    c31 = avx2::fma(ai, b1, c31);
+    ai = avx2::broadcast(a + 4);
+    c40 = avx2::fma(ai, b0, c40);
+    c41 = avx2::fma(ai, b1, c41);
+    ai = avx2::broadcast(a + 5);
+    c50 = avx2::fma(ai, b0, c50);
+    c51 = avx2::fma(ai, b1, c51);
     a += 6;
     b += 16;
   }
-  const __m256 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+  const avx2::f32x8 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                              {c30, c31}, {c40, c41}, {c50, c51}};
   for (std::size_t i = 0; i < 6; ++i) {
     float* t = tile + i * ldt;
-    __m256 r0 = rows[i][0], r1 = rows[i][1];
+    avx2::f32x8 r0 = rows[i][0], r1 = rows[i][1];
     if (load) {
-      r0 = _mm256_add_ps(r0, _mm256_loadu_ps(t));
-      r1 = _mm256_add_ps(r1, _mm256_loadu_ps(t + 8));
+      r0 = r0 + avx2::loadu(t);
+      r1 = r1 + avx2::loadu(t + 8);
     }
-    _mm256_storeu_ps(t, r0);
-    _mm256_storeu_ps(t + 8, r1);
+    avx2::storeu(t, r0);
+    avx2::storeu(t + 8, r1);
   }
 }
 
 TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const double* a,
                                                          const double* b, double* tile,
                                                          std::size_t ldt, bool load) {
-  __m256d c00 = _mm256_setzero_pd(), c01 = _mm256_setzero_pd();
-  __m256d c10 = _mm256_setzero_pd(), c11 = _mm256_setzero_pd();
-  __m256d c20 = _mm256_setzero_pd(), c21 = _mm256_setzero_pd();
-  __m256d c30 = _mm256_setzero_pd(), c31 = _mm256_setzero_pd();
-  __m256d c40 = _mm256_setzero_pd(), c41 = _mm256_setzero_pd();
-  __m256d c50 = _mm256_setzero_pd(), c51 = _mm256_setzero_pd();
+  avx2::f64x4 c00 = avx2::f64x4{}, c01 = avx2::f64x4{};
+  avx2::f64x4 c10 = avx2::f64x4{}, c11 = avx2::f64x4{};
+  avx2::f64x4 c20 = avx2::f64x4{}, c21 = avx2::f64x4{};
+  avx2::f64x4 c30 = avx2::f64x4{}, c31 = avx2::f64x4{};
+  avx2::f64x4 c40 = avx2::f64x4{}, c41 = avx2::f64x4{};
+  avx2::f64x4 c50 = avx2::f64x4{}, c51 = avx2::f64x4{};
   prefetch_tile(tile, ldt, 8);
   for (std::size_t p = 0; p < kc; ++p) {
-    const __m256d b0 = _mm256_load_pd(b);
-    const __m256d b1 = _mm256_load_pd(b + 4);
-    __m256d ai = _mm256_broadcast_sd(a + 0);
-    c00 = _mm256_fmadd_pd(ai, b0, c00);
-    c01 = _mm256_fmadd_pd(ai, b1, c01);
-    ai = _mm256_broadcast_sd(a + 1);
-    c10 = _mm256_fmadd_pd(ai, b0, c10);
-    c11 = _mm256_fmadd_pd(ai, b1, c11);
-    ai = _mm256_broadcast_sd(a + 2);
-    c20 = _mm256_fmadd_pd(ai, b0, c20);
-    c21 = _mm256_fmadd_pd(ai, b1, c21);
-    ai = _mm256_broadcast_sd(a + 3);
-    c30 = _mm256_fmadd_pd(ai, b0, c30);
-    c31 = _mm256_fmadd_pd(ai, b1, c31);
-    ai = _mm256_broadcast_sd(a + 4);
-    c40 = _mm256_fmadd_pd(ai, b0, c40);
-    c41 = _mm256_fmadd_pd(ai, b1, c41);
-    ai = _mm256_broadcast_sd(a + 5);
-    c50 = _mm256_fmadd_pd(ai, b0, c50);
-    c51 = _mm256_fmadd_pd(ai, b1, c51);
+    const avx2::f64x4 b0 = avx2::load(b);
+    const avx2::f64x4 b1 = avx2::load(b + 4);
+    avx2::f64x4 ai = avx2::broadcast(a + 0);
+    c00 = avx2::fma(ai, b0, c00);
+    c01 = avx2::fma(ai, b1, c01);
+    ai = avx2::broadcast(a + 1);
+    c10 = avx2::fma(ai, b0, c10);
+    c11 = avx2::fma(ai, b1, c11);
+    ai = avx2::broadcast(a + 2);
+    c20 = avx2::fma(ai, b0, c20);
+    c21 = avx2::fma(ai, b1, c21);
+    ai = avx2::broadcast(a + 3);
+    c30 = avx2::fma(ai, b0, c30);
+    c31 = avx2::fma(ai, b1, c31);
+    ai = avx2::broadcast(a + 4);
+    c40 = avx2::fma(ai, b0, c40);
+    c41 = avx2::fma(ai, b1, c41);
+    ai = avx2::broadcast(a + 5);
+    c50 = avx2::fma(ai, b0, c50);
+    c51 = avx2::fma(ai, b1, c51);
     a += 6;
     b += 8;
   }
-  const __m256d rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+  const avx2::f64x4 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                               {c30, c31}, {c40, c41}, {c50, c51}};
   for (std::size_t i = 0; i < 6; ++i) {
     double* t = tile + i * ldt;
-    __m256d r0 = rows[i][0], r1 = rows[i][1];
+    avx2::f64x4 r0 = rows[i][0], r1 = rows[i][1];
     if (load) {
-      r0 = _mm256_add_pd(r0, _mm256_loadu_pd(t));
-      r1 = _mm256_add_pd(r1, _mm256_loadu_pd(t + 4));
+      r0 = r0 + avx2::loadu(t);
+      r1 = r1 + avx2::loadu(t + 4);
     }
-    _mm256_storeu_pd(t, r0);
-    _mm256_storeu_pd(t + 4, r1);
+    avx2::storeu(t, r0);
+    avx2::storeu(t + 4, r1);
   }
 }
 

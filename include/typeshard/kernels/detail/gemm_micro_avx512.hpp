@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "../gemm_isa.hpp"
+#include "simd.hpp"
 
 namespace typeshard::kernels::detail {
 // The tile's rows; its columns are 2 vectors. gemm_blocking<T, avx512> packs A to match.
@@ -24,48 +25,60 @@ inline constexpr std::size_t micro_avx512_mr = 14;
 }  // namespace typeshard::kernels::detail
 
 #if defined(TYPESHARD_GEMM_X86)
-#include <immintrin.h>
 
 namespace typeshard::kernels::detail {
 
 #define TYPESHARD_GEMM_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,fma")))
 
-// One name per operation for both element types, so the kernel below is written once.
+// One name per operation for both element types, so the kernel below is written once
+// (simd.hpp: the builtins immintrin.h's 512-bit intrinsics wrap).
 namespace avx512 {
+using simd::f32x16;
+using simd::f64x8;
 template <class T>
 struct vec;  // (a trait, not std::conditional_t: that drops the vector types' attributes)
 template <>
 struct vec<float> {
-  using type = __m512;
+  using type = f32x16;
 };
 template <>
 struct vec<double> {
-  using type = __m512d;
+  using type = f64x8;
 };
-TYPESHARD_GEMM_AVX512_TARGET inline __m512 zero(float) { return _mm512_setzero_ps(); }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512d zero(double) { return _mm512_setzero_pd(); }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512 load(const float* p) { return _mm512_load_ps(p); }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512d load(const double* p) { return _mm512_load_pd(p); }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512 loadu(const float* p) { return _mm512_loadu_ps(p); }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512d loadu(const double* p) {
-  return _mm512_loadu_pd(p);
+TYPESHARD_GEMM_AVX512_TARGET inline f32x16 zero(float) { return f32x16{}; }
+TYPESHARD_GEMM_AVX512_TARGET inline f64x8 zero(double) { return f64x8{}; }
+TYPESHARD_GEMM_AVX512_TARGET inline f32x16 load(const float* p) {
+  return *reinterpret_cast<const simd::f32x16_a*>(p);
 }
-TYPESHARD_GEMM_AVX512_TARGET inline void storeu(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
-TYPESHARD_GEMM_AVX512_TARGET inline void storeu(double* p, __m512d v) {
-  _mm512_storeu_pd(p, v);
+TYPESHARD_GEMM_AVX512_TARGET inline f64x8 load(const double* p) {
+  return *reinterpret_cast<const simd::f64x8_a*>(p);
 }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512 set1(float x) { return _mm512_set1_ps(x); }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512d set1(double x) { return _mm512_set1_pd(x); }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512 fma(__m512 a, __m512 b, __m512 c) {
-  return _mm512_fmadd_ps(a, b, c);
+TYPESHARD_GEMM_AVX512_TARGET inline f32x16 loadu(const float* p) {
+  return *reinterpret_cast<const simd::f32x16_u*>(p);
 }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512d fma(__m512d a, __m512d b, __m512d c) {
-  return _mm512_fmadd_pd(a, b, c);
+TYPESHARD_GEMM_AVX512_TARGET inline f64x8 loadu(const double* p) {
+  return *reinterpret_cast<const simd::f64x8_u*>(p);
 }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
-TYPESHARD_GEMM_AVX512_TARGET inline __m512d add(__m512d a, __m512d b) {
-  return _mm512_add_pd(a, b);
+TYPESHARD_GEMM_AVX512_TARGET inline void storeu(float* p, f32x16 v) {
+  *reinterpret_cast<simd::f32x16_u*>(p) = v;
 }
+TYPESHARD_GEMM_AVX512_TARGET inline void storeu(double* p, f64x8 v) {
+  *reinterpret_cast<simd::f64x8_u*>(p) = v;
+}
+TYPESHARD_GEMM_AVX512_TARGET inline f32x16 set1(float x) {
+  return f32x16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+}
+TYPESHARD_GEMM_AVX512_TARGET inline f64x8 set1(double x) { return f64x8{x, x, x, x, x, x, x, x}; }
+TYPESHARD_GEMM_AVX512_TARGET inline f32x16 fma(f32x16 a, f32x16 b, f32x16 c) {
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, static_cast<unsigned short>(-1),
+                                         simd::round_current);
+}
+TYPESHARD_GEMM_AVX512_TARGET inline f64x8 fma(f64x8 a, f64x8 b, f64x8 c) {
+  return __builtin_ia32_vfmaddpd512_mask(a, b, c, static_cast<unsigned char>(-1),
+                                         simd::round_current);
+}
+TYPESHARD_GEMM_AVX512_TARGET inline f32x16 add(f32x16 a, f32x16 b) { return a + b; }
+TYPESHARD_GEMM_AVX512_TARGET inline f64x8 add(f64x8 a, f64x8 b) { return a + b; }
 }  // namespace avx512
 
 template <class T>
@@ -82,8 +95,8 @@ TYPESHARD_GEMM_AVX512_TARGET void micro_kernel_avx512(std::size_t kc, const T* a
     c0[i] = c1[i] = avx512::zero(T{});
     // The tile of C is touched only after the k loop: fetch it meanwhile. Its rows are ldt
     // apart (often a page or more), which the hardware prefetcher does not follow.
-    _mm_prefetch(reinterpret_cast<const char*>(tile + i * ldt), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(tile + i * ldt + 2 * lanes - 1), _MM_HINT_T0);
+    simd::prefetch(tile + i * ldt);
+    simd::prefetch(tile + i * ldt + 2 * lanes - 1);
   }
   for (std::size_t p = 0; p < kc; ++p) {
     const V b0 = avx512::load(b);
