@@ -3,7 +3,6 @@
 // thread pool reject the same bad calls with the same exception and the same message.
 // Every bad call is made inside a per-device function and caught there (an exception that
 // escaped it would abort the MPI job); none of them reaches MPI, so none can hang.
-#define CATCH_CONFIG_RUNNER
 #include "support.hpp"
 
 #include <cstddef>

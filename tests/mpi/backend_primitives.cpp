@@ -8,7 +8,6 @@
 // Integers and moves must match exactly. Float sums may differ in the last bits (MPI picks
 // its own reduction order, the thread pool sums in group-rank order): they are compared
 // with a tolerance, and every member of a group must still hold bitwise the same result.
-#define CATCH_CONFIG_RUNNER
 #include "support.hpp"
 
 #include <algorithm>

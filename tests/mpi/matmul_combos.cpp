@@ -5,7 +5,6 @@
 // GEMM. The data are small integers stored as float and double (tests/unit/
 // matmul_support.hpp), so every partial sum is exact whatever order MPI reduces in: the
 // numbers are bit for bit the thread pool's, whose unit tests check the same products.
-#define CATCH_CONFIG_RUNNER
 #include "support.hpp"
 
 #include "../unit/matmul_support.hpp"

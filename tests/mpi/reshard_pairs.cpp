@@ -3,7 +3,6 @@
 // to_host (gathered on every rank) equals the host data, and this rank's shard holds its
 // slices, on random even and uneven (including empty-shard) extents. Integer data, so the
 // reductions of unreduced values are not involved and everything is exact.
-#define CATCH_CONFIG_RUNNER
 #include "support.hpp"
 
 #include "../unit/reshard_pairs_common.hpp"

@@ -8,7 +8,6 @@
 // - one program (shard_map with collectives, reshard, elementwise ops, matmul, a reshard
 //   onto reordered devices) gives the same numbers on MPI as on the thread pool, whose own
 //   correctness the unit tests check against serial references.
-#define CATCH_CONFIG_RUNNER
 #include "support.hpp"
 
 #include <atomic>

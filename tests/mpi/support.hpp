@@ -1,34 +1,21 @@
 // tests/mpi/support.hpp: what the Catch2 programs of tests/mpi share (not a test itself).
 //
-// Include it first, in exactly one file per program, with CATCH_CONFIG_RUNNER defined (it
-// defines main). Every rank runs every test case, in the same order (SPMD):
-// - main owns MPI through ts::mpi_devices (mpi_test::devices()) and runs Catch2;
+// Include it first. Every rank runs every test case, in the same order (SPMD):
+// - main (tests/mpi/support/main.cpp, compiled once and linked into every program that
+//   includes this header) owns MPI through ts::mpi_devices (mpi_test::devices()) and runs
+//   Catch2;
 // - a failed assertion on any rank prints its details with the rank and aborts the whole
-//   job (MPI_Abort): Catch2 would otherwise let that rank leave the test case while its
-//   peers wait for it in the next collective, and the test would hang;
+//   job (MPI_Abort, the listener in main.cpp): Catch2 would otherwise let that rank leave the
+//   test case while its peers wait for it in the next collective, and the test would hang;
 // - shared_seed() is one random seed, the same on every rank (rank 0's, broadcast).
 #pragma once
 
-// A rank killed by mpirun (after another rank aborted) must not report SIGTERM as a failure
-// of its own last assertion.
-#define CATCH_CONFIG_NO_POSIX_SIGNALS
-// Catch2's implementation is compiled here (CATCH_CONFIG_RUNNER), and g++ 12 at -O3 warns
-// falsely inside it (-Wrestrict on std::string::insert in Session::runInternal, GCC PR 105329);
-// the warning is silenced for that header only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
 #include <catch2/catch.hpp>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 #include <mpi.h>
 
 #include <cstdio>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include <typeshard/backend/mpi.hpp>
@@ -53,38 +40,4 @@ inline unsigned shared_seed() {
   return seed;
 }
 
-struct abort_on_failure : Catch::TestEventListenerBase {
-  using TestEventListenerBase::TestEventListenerBase;
-
-  bool assertionEnded(const Catch::AssertionStats& stats) override {
-    const Catch::AssertionResult& r = stats.assertionResult;
-    if (r.isOk()) return true;
-    std::ostringstream out;
-    out << "FAILED on rank " << rank() << " of " << size() << ": " << r.getSourceInfo()
-        << "\n  test case: " << currentTestCaseInfo->name;
-    if (r.hasExpression())
-      out << "\n  " << r.getExpressionInMacro() << "\n  with expansion: "
-          << r.getExpandedExpression();
-    if (r.hasMessage()) out << "\n  " << r.getMessage();
-    for (const Catch::MessageInfo& m : stats.infoMessages) out << "\n  with message: " << m.message;
-    std::fprintf(stderr, "%s\n", out.str().c_str());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return true;
-  }
-};
-
 }  // namespace mpi_test
-
-using mpi_test_abort_on_failure = mpi_test::abort_on_failure;  // the macro pastes the name
-CATCH_REGISTER_LISTENER(mpi_test_abort_on_failure)
-
-int main(int argc, char** argv) {
-  typeshard::mpi_devices devices{argc, argv};
-  mpi_test::devices_pointer() = &devices;
-  Catch::Session session;
-  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
-  const int failed = session.run();
-  // Every rank reports; the job fails if any rank does (mpirun's exit status).
-  return failed == 0 ? 0 : 1;
-}
