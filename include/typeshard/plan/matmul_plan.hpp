@@ -62,29 +62,6 @@ inline constexpr std::size_t max_matmul_steps = 3 * max_reshard_steps + 2 * 4 + 
 template <std::size_t Rank>
 using matmul_step_list = step_array<Rank, max_matmul_steps>;
 
-// Appends a reshard's steps for operand `who` (a local slice is listed per dimension, each
-// step leaving the sharding with that dimension sliced).
-template <std::size_t Rank>
-constexpr void append_reshard(matmul_step_list<Rank>& out, step_operand who,
-                              const spec_array<Rank>& from, const step_list<Rank>& steps) {
-  spec_array<Rank> cur = from;
-  for (std::size_t i = 0; i < steps.count; ++i) {
-    step<Rank> s = steps.steps[i];
-    s.operand = who;
-    if (s.kind != step_kind::slice) {
-      out.push(s);
-    } else {
-      for (std::size_t d = 0; d < Rank; ++d) {
-        if (cur[d] == s.spec_after[d]) continue;
-        const dim_spec gained = suffix(s.spec_after[d], common_prefix(cur[d], s.spec_after[d]));
-        cur[d] = s.spec_after[d];
-        out.push(step<Rank>{step_kind::slice, who, d, d, gained, cur, s.unreduced_after});
-      }
-    }
-    cur = s.spec_after;
-  }
-}
-
 // The steps of a choice, for shapes `sh` (which decide the even or uneven reshard variant):
 // what matmul_plan::steps lists and what ts::matmul runs (ops/detail/executor.hpp).
 // The operand that holds all of J (slice_lhs / slice_rhs) is sliced to the other's J

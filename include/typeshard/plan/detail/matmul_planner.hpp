@@ -225,6 +225,29 @@ constexpr void add_reshard_cost(matmul_cost& cost, const spec_array<Rank>& from,
   }
 }
 
+// Appends a reshard's steps for operand `who` (a local slice is listed per dimension, each
+// step leaving the sharding with that dimension sliced).
+template <std::size_t Rank, std::size_t Capacity>
+constexpr void append_reshard(step_array<Rank, Capacity>& out, step_operand who,
+                              const spec_array<Rank>& from, const step_list<Rank>& steps) {
+  spec_array<Rank> cur = from;
+  for (std::size_t i = 0; i < steps.count; ++i) {
+    step<Rank> s = steps.steps[i];
+    s.operand = who;
+    if (s.kind != step_kind::slice) {
+      out.push(s);
+    } else {
+      for (std::size_t d = 0; d < Rank; ++d) {
+        if (cur[d] == s.spec_after[d]) continue;
+        const dim_spec gained = suffix(s.spec_after[d], common_prefix(cur[d], s.spec_after[d]));
+        cur[d] = s.spec_after[d];
+        out.push(step<Rank>{step_kind::slice, who, d, d, gained, cur, s.unreduced_after});
+      }
+    }
+    cur = s.spec_after;
+  }
+}
+
 // ---- completing and costing a candidate -------------------------------------------------
 
 // Given lhs_gemm and rhs_gemm, decides S and the slices and checks the local product can be
