@@ -299,3 +299,50 @@ using matmul_plan_for =
                 typename A::unreduced_type, typename B::unreduced_type>;
 
 }  // namespace typeshard
+
+namespace typeshard {
+
+namespace detail {
+
+// What matmul_valid answers: check_matmul_inputs' and the planner's checks, without
+// diagnosing.
+template <class A, class B, class Out>
+constexpr bool matmul_valid_check() {
+  using Mesh = typename A::mesh_type;
+  using T = typename A::value_type;
+  using LE = typename A::extents_type;
+  using RE = typename B::extents_type;
+  constexpr std::size_t R = LE::rank;
+  if constexpr (!std::is_same_v<Mesh, typename B::mesh_type> ||
+                !std::is_same_v<T, typename B::value_type> ||
+                (!std::is_same_v<T, float> && !std::is_same_v<T, double>) || R != RE::rank ||
+                R < 2) {
+    return false;
+  } else if constexpr (!valid_spec<Mesh, typename A::spec, R> ||
+                       !valid_spec<Mesh, typename B::spec, R> ||
+                       !valid_spec<Mesh, std::conditional_t<std::is_same_v<Out, auto_out>, spec<>, Out>, R>) {
+    return false;
+  } else if constexpr ((LE::static_extents[R - 1] != dyn && RE::static_extents[R - 2] != dyn &&
+                        LE::static_extents[R - 1] != RE::static_extents[R - 2]) ||
+                       batch_extent_mismatch<LE, RE, R>() != R) {
+    return false;
+  } else {
+    constexpr bool named = !std::is_same_v<Out, auto_out>;
+    return plan_matmul<Mesh, R>(
+               spec_array_of<typename A::spec, R>(), spec_array_of<typename B::spec, R>(), named,
+               spec_array_of<std::conditional_t<named, Out, spec<>>, R>(),
+               nominal_shapes<LE, RE, R>(sizeof(T)),
+               unreduced_list<typename A::unreduced_type>(),
+               unreduced_list<typename B::unreduced_type>())
+               .problem == matmul_problem::none;
+  }
+}
+
+}  // namespace detail
+
+// matmul_valid<A, B[, OutSpec]>: whether ts::matmul<OutSpec>(a, b) compiles for arrays of
+// types A and B; never fires a diagnostic (for requires-clauses and generic code).
+template <class A, class B, class OutSpec = auto_out>
+inline constexpr bool matmul_valid = detail::matmul_valid_check<A, B, OutSpec>();
+
+}  // namespace typeshard
