@@ -155,9 +155,8 @@ inline constexpr std::size_t einsum_rank_of =
 
 // The planner's choice for given types, as a value (no diagnostic).
 template <einsum_subscripts S, class Mesh, class Lhs, class Rhs, class Out, class LE, class RE,
-          class T, class LU, class RU>
-constexpr einsum_choice<einsum_rank_of<S>> einsum_choice_for() {
-  constexpr std::size_t R = einsum_rank_of<S>;
+          class T, class LU, class RU, std::size_t R = einsum_rank_of<S>>
+constexpr einsum_choice<R> einsum_choice_for() {
   constexpr bool named = !std::is_same_v<Out, auto_out>;
   using padded_out = std::conditional_t<named, Out, spec<>>;
   return plan_einsum<Mesh, R>(equation_of<S>, spec_array_of<Lhs, R>(), spec_array_of<Rhs, R>(),
@@ -205,7 +204,11 @@ template <einsum_subscripts Subscripts, mesh_type Mesh, spec_type LhsSpec, spec_
           unreduced_type RhsUnreduced = unreduced<>>
 struct einsum_plan {
   static constexpr detail::einsum_equation equation = detail::equation_of<Subscripts>;
-  static constexpr std::size_t rank = detail::einsum_rank_of<Subscripts>;
+  // The plan rank (the operands' ranks too while a diagnostic fires for a wrong rank, so
+  // the members stay well-formed).
+  static constexpr std::size_t rank =
+      detail::max_of<detail::einsum_rank_of<Subscripts>,
+                     detail::max_of<LhsExtents::rank, RhsExtents::rank>>;
   static constexpr std::size_t lhs_rank = LhsExtents::rank;
   static constexpr std::size_t rhs_rank = RhsExtents::rank;
   static constexpr std::size_t result_rank = equation.ok() ? equation.result_rank() : 1;
@@ -229,10 +232,11 @@ struct einsum_plan {
   static constexpr detail::einsum_choice<R> make() {
     if constexpr (!inputs_valid) {
       detail::einsum_choice<R> c;
+      detail::clear_specs(c);
       return c;
     } else {
       return detail::einsum_choice_for<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
-                                       RhsExtents, T, LhsUnreduced, RhsUnreduced>();
+                                       RhsExtents, T, LhsUnreduced, RhsUnreduced, R>();
     }
   }
 

@@ -60,16 +60,20 @@ struct einsum_operand_rank_differs {
   }
 };
 
-// The letter and both static extents are the diagnostic's arguments, which the compiler
-// prints with the error (clang++: on the error line; g++: on the line naming the diagnostic).
+// The condition spells the letter and both extents, so the compiler prints them beside the
+// message: clang++ on the error line ("requirement 'letter_lhs_extent_rhs_extent<'j', 8, 6>'"),
+// g++ in the note under it.
+template <char Letter, std::size_t LhsExtent, std::size_t RhsExtent>
+inline constexpr bool letter_lhs_extent_rhs_extent = false;
+
 template <char Letter, std::size_t LhsExtent, std::size_t RhsExtent>
 struct einsum_letter_extents_differ {
   static constexpr bool fire() {
-    static_assert(detail::always_false_values<static_cast<std::size_t>(Letter), LhsExtent,
-                                              RhsExtent>,
+    static_assert(letter_lhs_extent_rhs_extent<Letter, LhsExtent, RhsExtent>,
                   "typeshard: rule 2 (einsum): a letter of both operands has different static "
-                  "extents in lhs and rhs; fix: a letter names one dimension: give it the same "
-                  "extent in both operands");
+                  "extents in lhs and rhs (letter_lhs_extent_rhs_extent<letter, lhs, rhs>, "
+                  "printed with this message); fix: a letter names one dimension: give it the "
+                  "same extent in both operands");
     return true;
   }
 };
@@ -130,14 +134,18 @@ struct einsum_batch_specs_differ {
 };
 
 template <char... Axis>
+inline constexpr bool clashing_output_axis = false;
+
+template <char... Axis>
 struct einsum_output_letters_share_axis {
   static constexpr bool fire() {
-    static_assert(detail::always_false_chars<Axis...>,
+    static_assert(clashing_output_axis<Axis...>,
                   "typeshard: rule 2 (einsum): a free letter of lhs and a free letter of rhs are "
-                  "sharded over the same mesh axis (Axis), so the result would use it twice; "
-                  "fix: name the output spec with Axis on the output letter that keeps it "
-                  "(ts::einsum<\"ij,jk->ik\", ts::spec<Axis, ts::none>>(a, b) gathers b's k), "
-                  "which picks the cheapest plan");
+                  "sharded over the same mesh axis (the axis a spelled by "
+                  "clashing_output_axis<...> printed with this message), so the result would "
+                  "use it twice; fix: name the output spec with a on the output letter that "
+                  "keeps it, which picks the cheapest plan (ts::einsum<\"ij,jk->ik\", "
+                  "ts::spec<\"a\", ts::none>>(x, y) gathers y's k with one all_gather)");
     return true;
   }
 };

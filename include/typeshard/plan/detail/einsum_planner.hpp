@@ -63,6 +63,15 @@ enum class einsum_problem {
 };
 
 template <std::size_t R>
+struct einsum_choice;
+
+// Sets every spec of a choice to none, entry by entry: g++ 12 rejects a spec_array left at
+// its default member initializer as a template argument (plan::out_spec's spec_from), so
+// every member is assigned before the choice becomes a constant.
+template <std::size_t R>
+constexpr void clear_specs(einsum_choice<R>& c);
+
+template <std::size_t R>
 struct einsum_choice {
   einsum_problem problem = einsum_problem::none;
   char problem_letter = 0;
@@ -78,6 +87,13 @@ struct einsum_choice {
   spec_array<R> out{};
   dim_spec out_unreduced{};
 };
+
+template <std::size_t R>
+constexpr void clear_specs(einsum_choice<R>& c) {
+  for (std::size_t d = 0; d < R; ++d)
+    c.lhs[d] = c.rhs[d] = c.lhs_gemm[d] = c.rhs_gemm[d] = c.lhs_read[d] = c.rhs_read[d] =
+        c.local[d] = c.out[d] = dim_spec{};
+}
 
 // Extents (padded to R with 1s) and the element size a cost is computed for.
 template <std::size_t R>
@@ -338,6 +354,7 @@ constexpr einsum_choice<R> plan_einsum(const einsum_equation& eq, const spec_arr
                                        const spec_array<R>& out, const einsum_shapes<R>& sh,
                                        const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {}) {
   einsum_choice<R> c;
+  clear_specs(c);
   c.lhs = c.lhs_gemm = c.lhs_read = lhs;
   c.rhs = c.rhs_gemm = c.rhs_read = rhs;
   c.lhs_unreduced = lhs_u;
