@@ -8,7 +8,7 @@
 //   static_assert(ts::communication_free<plan>);
 //   plan::describe();   // "local gemm"
 //
-// Two operands of any ranks (1 to 6), letters naming dimensions (see
+// Two operands of any ranks (1 to 8), letters naming dimensions (see
 // detail/einsum_subscripts.hpp for the grammar and the roles batch / contracting / free /
 // summed); the choice is made as detail/einsum_planner.hpp documents: by rule without an
 // output spec (the result may be unreduced), the fewest bytes moved per device with one.

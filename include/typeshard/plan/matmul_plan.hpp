@@ -38,6 +38,7 @@
 #include <utility>
 
 #include "../core/detail/diagnose.hpp"
+#include "detail/einsum_planner.hpp"
 #include "detail/matmul_planner.hpp"
 #include "../core/detail/spec_layout.hpp"
 #include "../core/extents.hpp"

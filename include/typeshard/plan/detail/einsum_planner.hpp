@@ -34,8 +34,9 @@
 //   output spec named, by cost: for each operand every combination of, per dimension, kept,
 //   gathered or (output letters) moved to the output's sharding of it; candidates that
 //   cannot form the local product skipped; the fewest bytes received per device wins, then
-//   fewer flops, fewer collectives, then enumeration order (lhs outer, rhs inner, each
-//   dimension kept < gathered < moved, the first dimension slowest). The reduction of the
+//   fewer flops, fewer collectives, then enumeration order (lhs outer, rhs inner; see
+//   operand_candidates). With batch_fixed (matmul), batch letters never move: sharded
+//   differently they are an error even with an output spec. The reduction of the
 //   partial sums is the reshard planner's (psum_scatter where the output shards a dimension
 //   over the axis reduced, else psum then slice), so reduce-scatter wins where it moves
 //   fewer bytes than all-reduce plus slice.
@@ -269,60 +270,86 @@ constexpr einsum_choice<R> plan_einsum_by_rule(const einsum_equation& eq, einsum
   return c;
 }
 
-// The options of one dimension before the product: 0 kept, 1 gathered, 2 moved to the
-// output's sharding of its letter; false when the option is the same as a lower one.
+// The options of one dimension before the product. An output letter: 0 kept, 1 moved to the
+// output's sharding of it, 2 gathered; a contracted or summed letter: 0 kept, 1 gathered.
+// False when the option is the same as a lower one (or not an option: `fixed` dimensions,
+// matmul's batch dimensions, are only kept).
 template <std::size_t R>
-constexpr bool option_of(const einsum_equation& eq, const char* letters, std::size_t d,
-                         const dim_spec& given, const spec_array<R>& out, int option,
-                         dim_spec& result) {
+constexpr bool option_of(const einsum_equation& eq, char letter, const dim_spec& given,
+                         const spec_array<R>& out, bool fixed, int option, dim_spec& result) {
   if (option == 0) {
     result = given;
     return true;
   }
-  if (option == 1) {
+  if (fixed) return false;
+  if (!eq.in_out(letter)) {
     result = dim_spec{};
-    return given.count != 0;
+    return option == 1 && given.count != 0;
   }
-  if (!eq.in_out(letters[d])) return false;
-  result = out[eq.out_dim(letters[d])];
-  return result.count != 0 && !(result == given);
+  if (option == 1) {
+    result = out[eq.out_dim(letter)];
+    return result.count != 0 && !(result == given);
+  }
+  result = dim_spec{};
+  return given.count != 0;
 }
 
-// The next candidate sharding of an operand (an odometer over its dimensions' options);
-// false when they are exhausted.
+// One operand's candidate shardings, walked as an odometer over its dimensions' options:
+// the contracted letters' dimensions turn slowest, then the output letters', each in the
+// operand's order (for a matmul operand: J kept, then gathered; within each, the free
+// dimension kept, moved, gathered: matmul's historical order).
 template <std::size_t R>
-constexpr bool next_option(const einsum_equation& eq, const char* letters, std::size_t rank,
-                           const spec_array<R>& given, const spec_array<R>& out,
-                           std::array<int, R>& digits, spec_array<R>& result) {
-  while (true) {
-    std::size_t d = rank;
-    while (d-- > 0) {
-      if (++digits[d] <= 2) break;
-      digits[d] = 0;
-      if (d == 0) return false;
-    }
-    if (rank == 0) return false;
-    bool ok = true;
-    for (std::size_t k = 0; k < rank && ok; ++k)
-      ok = option_of<R>(eq, letters, k, given[k], out, digits[k], result[k]);
-    if (ok && no_axis_twice(result)) return true;
+struct operand_candidates {
+  const einsum_equation* eq = nullptr;
+  const char* letters = nullptr;
+  std::size_t rank = 0;
+  std::array<std::size_t, R> order{};  // dimensions, slowest first
+  std::array<int, R> digits{};
+  std::array<bool, R> fixed{};
+
+  constexpr operand_candidates(const einsum_equation& e, const char* l, std::size_t n,
+                               bool batch_fixed)
+      : eq(&e), letters(l), rank(n) {
+    std::size_t k = 0;
+    for (std::size_t d = 0; d < n; ++d)
+      if (!e.in_out(l[d])) order[k++] = d;
+    for (std::size_t d = 0; d < n; ++d)
+      if (e.in_out(l[d])) order[k++] = d;
+    for (std::size_t d = 0; d < n; ++d)
+      fixed[d] = batch_fixed && e.role(l[d]) == einsum_role::batch;
   }
-}
+
+  // The next valid candidate after the current digits into `result`; false when exhausted.
+  constexpr bool next(const spec_array<R>& given, const spec_array<R>& out, spec_array<R>& result) {
+    while (true) {
+      std::size_t k = rank;
+      while (k-- > 0) {
+        if (++digits[order[k]] <= 2) break;
+        digits[order[k]] = 0;
+        if (k == 0) return false;
+      }
+      bool ok = true;
+      for (std::size_t d = 0; d < rank && ok; ++d)
+        ok = option_of<R>(*eq, letters[d], given[d], out, fixed[d], digits[d], result[d]);
+      if (ok && no_axis_twice(result)) return true;
+    }
+  }
+};
 
 // Output spec named: the cheapest candidate (see the header comment).
 template <class Mesh, std::size_t R>
 constexpr einsum_choice<R> plan_einsum_by_cost(const einsum_equation& eq,
                                                const einsum_choice<R>& given,
                                                const spec_array<R>& out,
-                                               const einsum_shapes<R>& sh) {
+                                               const einsum_shapes<R>& sh, bool batch_fixed) {
   einsum_choice<R> best = given;
   matmul_cost best_cost;
   bool found = false;
-  std::array<int, R> ld{};
+  operand_candidates<R> lc(eq, eq.lhs.data(), eq.lhs_rank, batch_fixed);
   spec_array<R> ls = given.lhs;
   bool lhs_more = true;
   while (lhs_more) {
-    std::array<int, R> rd{};
+    operand_candidates<R> rc(eq, eq.rhs.data(), eq.rhs_rank, batch_fixed);
     spec_array<R> rs = given.rhs;
     bool rhs_more = true;
     while (rhs_more) {
@@ -338,10 +365,11 @@ constexpr einsum_choice<R> plan_einsum_by_cost(const einsum_equation& eq,
           found = true;
         }
       }
-      rhs_more = next_option<R>(eq, eq.rhs.data(), eq.rhs_rank, given.rhs, out, rd, rs);
+      rhs_more = rc.next(given.rhs, out, rs);
     }
-    lhs_more = next_option<R>(eq, eq.lhs.data(), eq.lhs_rank, given.lhs, out, ld, ls);
+    lhs_more = lc.next(given.lhs, out, ls);
   }
+  // Gathering every dimension always forms the product (unless the partial axes outnumber 4).
   if (!found) best.problem = einsum_problem::too_many_partial_axes;
   return best;
 }
@@ -352,7 +380,8 @@ template <class Mesh, std::size_t R>
 constexpr einsum_choice<R> plan_einsum(const einsum_equation& eq, const spec_array<R>& lhs,
                                        const spec_array<R>& rhs, bool out_named,
                                        const spec_array<R>& out, const einsum_shapes<R>& sh,
-                                       const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {}) {
+                                       const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {},
+                                       bool batch_fixed = false) {
   einsum_choice<R> c;
   clear_specs(c);
   c.lhs = c.lhs_gemm = c.lhs_read = lhs;
@@ -360,7 +389,7 @@ constexpr einsum_choice<R> plan_einsum(const einsum_equation& eq, const spec_arr
   c.lhs_unreduced = lhs_u;
   c.rhs_unreduced = rhs_u;
   c.out_named = out_named;
-  if (!out_named) {
+  if (!out_named || batch_fixed) {
     for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
       const char x = eq.lhs[l];
       if (eq.role(x) == einsum_role::batch && !(lhs[l] == rhs[eq.rhs_dim(x)])) {
@@ -377,7 +406,7 @@ constexpr einsum_choice<R> plan_einsum(const einsum_equation& eq, const spec_arr
     c.problem_axis = clash;
     return c;
   }
-  if (out_named) return plan_einsum_by_cost<Mesh>(eq, c, out, sh);
+  if (out_named) return plan_einsum_by_cost<Mesh>(eq, c, out, sh, batch_fixed);
   return plan_einsum_by_rule<Mesh>(eq, c, sh);
 }
 
@@ -426,6 +455,82 @@ constexpr einsum_shapes<R> nominal_einsum_shapes(std::size_t element_size) {
     sh.rhs[d] = d < RE::rank ? (all_static ? RE::static_extents[d] : 4096) : 1;
   }
   return sh;
+}
+
+}  // namespace typeshard::detail
+
+namespace typeshard::detail {
+
+// ---- matmul, the special case "...ij,...jk->...ik" ---------------------------------------
+
+// The equation of a rank-R matmul: batch letters a, b, ..., then i, j, k.
+template <std::size_t R>
+constexpr einsum_equation matmul_equation() {
+  static_assert(R >= 2 && R <= max_einsum_rank);
+  einsum_equation e;
+  e.lhs_rank = e.rhs_rank = e.out_rank = R;
+  for (std::size_t d = 0; d + 2 < R; ++d) e.lhs[d] = e.rhs[d] = e.out[d] = static_cast<char>('a' + d);
+  e.lhs[R - 2] = e.out[R - 2] = 'i';
+  e.lhs[R - 1] = e.rhs[R - 2] = 'j';
+  e.rhs[R - 1] = e.out[R - 1] = 'k';
+  return e;
+}
+
+// A matmul choice from the einsum planner's: the same plan in matmul's terms (the operand
+// that holds all of J reads the other's block of it: slice_lhs / slice_rhs).
+template <std::size_t R>
+constexpr matmul_choice<R> matmul_choice_of(const einsum_choice<R>& e) {
+  using D = matmul_dims<R>;
+  matmul_choice<R> c;
+  c.lhs = e.lhs;
+  c.rhs = e.rhs;
+  c.lhs_unreduced = e.lhs_unreduced;
+  c.rhs_unreduced = e.rhs_unreduced;
+  c.lhs_gemm = e.lhs_gemm;
+  c.rhs_gemm = e.rhs_gemm;
+  c.out_named = e.out_named;
+  switch (e.problem) {
+    case einsum_problem::none: break;
+    case einsum_problem::batch_specs_differ:
+      c.problem = matmul_problem::batch_specs_differ;
+      c.problem_dim = static_cast<std::size_t>(e.problem_letter - 'a');
+      break;
+    case einsum_problem::output_letters_share_axis:
+      c.problem = matmul_problem::free_dims_share_axis;
+      break;
+    case einsum_problem::unreduced_conflict: c.problem = matmul_problem::unreduced_conflict; break;
+    case einsum_problem::too_many_partial_axes:
+      c.problem = matmul_problem::too_many_partial_axes;
+      break;
+  }
+  c.problem_axis = e.problem_axis;
+  if (c.problem != matmul_problem::none) {
+    c.local = c.out = e.lhs;  // placeholders: the plan's types stay well-formed
+    return c;
+  }
+  c.contract = e.lhs_read[D::lhs_j];
+  c.slice_lhs = !(e.lhs_read[D::lhs_j] == e.lhs_gemm[D::lhs_j]);
+  c.slice_rhs = !(e.rhs_read[D::rhs_j] == e.rhs_gemm[D::rhs_j]);
+  c.partial = e.partial;
+  c.local = e.local;
+  c.out = e.out;
+  c.out_unreduced = e.out_unreduced;
+  return c;
+}
+
+// The plan for lhs . rhs on Mesh: the einsum planner on "...ij,...jk->...ik", batch
+// dimensions fixed (they must be sharded alike, output spec or not). `out` is ignored
+// unless out_named. lhs_u / rhs_u: the axes an operand is a partial sum over (rule 3 allows
+// matmul on partial sums: it is linear in each operand), which the other operand must
+// neither shard nor be partial over.
+template <class Mesh, std::size_t Rank>
+constexpr matmul_choice<Rank> plan_matmul(const spec_array<Rank>& lhs, const spec_array<Rank>& rhs,
+                                          bool out_named, const spec_array<Rank>& out,
+                                          const matmul_shapes<Rank>& sh,
+                                          const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {}) {
+  return matmul_choice_of(plan_einsum<Mesh, Rank>(matmul_equation<Rank>(), lhs, rhs, out_named, out,
+                                                  einsum_shapes<Rank>{sh.lhs, sh.rhs, sh.element_size},
+                                                  lhs_u, rhs_u, true));
 }
 
 }  // namespace typeshard::detail

@@ -23,7 +23,7 @@ namespace typeshard {
 
 namespace detail {
 inline constexpr std::size_t max_einsum_subscripts_length = 63;
-inline constexpr std::size_t max_einsum_rank = 6;  // per operand; more letters: a reshape first
+inline constexpr std::size_t max_einsum_rank = 8;  // per operand; more letters: a reshape first
 }  // namespace detail
 
 // einsum_subscripts: a structural fixed-capacity string, so "bsd,df->bsf" can be a template
