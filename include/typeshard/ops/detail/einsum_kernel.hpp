@@ -125,6 +125,31 @@ void strided_copy(const T* src, const shape<R>& src_shape, const shape<R>& origi
   }
 }
 
+// dst (row-major over `box`) = src[sum_d i_d * src_stride[d]]: the product [b, i, k] read
+// into the output's letter order, one inner loop per output row.
+template <class T, std::size_t R>
+void strided_read(const T* src, const std::array<std::size_t, R>& src_stride, const shape<R>& box,
+                  T* dst) {
+  for (std::size_t e : box)
+    if (e == 0) return;
+  std::array<std::size_t, R> i{};
+  const std::size_t inner = box[R - 1], ss = src_stride[R - 1];
+  while (true) {
+    std::size_t so = 0;
+    for (std::size_t d = 0; d + 1 < R; ++d) so += i[d] * src_stride[d];
+    const T* s = src + so;
+    for (std::size_t k = 0; k < inner; ++k) dst[k] = s[k * ss];
+    dst += inner;
+    std::size_t d = R - 1;
+    while (d-- > 0) {
+      if (++i[d] < box[d]) break;
+      i[d] = 0;
+      if (d == 0) return;
+    }
+    if (R == 1) return;
+  }
+}
+
 // One operand as the GEMM reads it: in place (maybe transposed) or a packed copy.
 template <class T>
 struct gemm_operand {
@@ -190,26 +215,7 @@ void local_einsum(const einsum_equation& eq, const T* a_data, const shape<R>& a_
       kernels::gemm<T>(g.ni, g.nk, g.nj, a.data + t * g.ni * g.nj, lda, b.data + t * g.nj * g.nk,
                        ldb, c + t * g.ni * g.nk, g.nk, false, ops);
   }
-  if (!direct_out) {
-    // out[o] = c[sum_d o_d * g.c[d]]: a strided read, written contiguously.
-    std::array<std::size_t, R> i{};
-    std::size_t e = 0;
-    while (true) {
-      std::size_t off = 0;
-      for (std::size_t d = 0; d < R; ++d) off += i[d] * g.c[d];
-      out[e++] = c[off];
-      std::size_t d = R;
-      bool done = true;
-      while (d-- > 0) {
-        if (++i[d] < c_loc[d]) {
-          done = false;
-          break;
-        }
-        i[d] = 0;
-      }
-      if (done) break;
-    }
-  }
+  if (!direct_out) strided_read(c, g.c, c_loc, out);
 }
 
 }  // namespace typeshard::detail
