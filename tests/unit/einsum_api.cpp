@@ -97,6 +97,13 @@ TEST_CASE("einsum: a Megatron MLP's products, global view only", "[einsum]") {
   const auto y = serial<3, 2, 3>("bsf,fd->bsd", h, w2, {4, 5, 6});
   CHECK(equal(ts::to_host(ts::reshard<ts::spec<"data", none, none>>(U)), y));
 
+  // A partial-sum operand (rule 3: the product is linear in it): the result stays partial.
+  const auto w3 = integers<2>({6, 3}, rng);
+  auto P = ts::einsum<"bsd,de->bse">(U, ts::device_put<ts::spec<none, none>>(m, w3));
+  static_assert(std::is_same_v<decltype(P)::unreduced_type, ts::unreduced<"model">>);
+  CHECK(equal(ts::to_host(ts::reshard<ts::spec<"data", none, none>>(P)),
+              serial<3, 2, 3>("bsd,de->bse", y, w3, {4, 5, 3})));
+
   // Named: all-reduce, or reduce-scatter along S (sequence parallel).
   auto Y = ts::einsum<"bsf,fd->bsd", ts::spec<"data", none, none>>(H, W2);
   static_assert(std::is_same_v<decltype(Y)::unreduced_type, ts::unreduced<>>);
