@@ -13,6 +13,7 @@
 #include "rules/collectives.hpp"
 #include "rules/mesh.hpp"
 #include "rules/rule1_spec.hpp"
+#include "rules/rule2_einsum.hpp"
 #include "rules/rule2_matmul.hpp"
 #include "rules/rule3_unreduced.hpp"
 #include "rules/rule4_shard_map.hpp"

@@ -35,6 +35,7 @@
 #include "../backend/backend.hpp"
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
+#include "../plan/detail/einsum_planner.hpp"
 #include "../plan/detail/matmul_planner.hpp"
 #include "../core/detail/spec_layout.hpp"
 #include "../array/device_mesh.hpp"

@@ -38,6 +38,7 @@
 #include <utility>
 
 #include "../core/detail/diagnose.hpp"
+#include "detail/einsum_planner.hpp"
 #include "detail/matmul_planner.hpp"
 #include "../core/detail/spec_layout.hpp"
 #include "../core/extents.hpp"
@@ -61,29 +62,6 @@ inline constexpr std::size_t max_matmul_steps = 3 * max_reshard_steps + 2 * 4 + 
 
 template <std::size_t Rank>
 using matmul_step_list = step_array<Rank, max_matmul_steps>;
-
-// Appends a reshard's steps for operand `who` (a local slice is listed per dimension, each
-// step leaving the sharding with that dimension sliced).
-template <std::size_t Rank>
-constexpr void append_reshard(matmul_step_list<Rank>& out, step_operand who,
-                              const spec_array<Rank>& from, const step_list<Rank>& steps) {
-  spec_array<Rank> cur = from;
-  for (std::size_t i = 0; i < steps.count; ++i) {
-    step<Rank> s = steps.steps[i];
-    s.operand = who;
-    if (s.kind != step_kind::slice) {
-      out.push(s);
-    } else {
-      for (std::size_t d = 0; d < Rank; ++d) {
-        if (cur[d] == s.spec_after[d]) continue;
-        const dim_spec gained = suffix(s.spec_after[d], common_prefix(cur[d], s.spec_after[d]));
-        cur[d] = s.spec_after[d];
-        out.push(step<Rank>{step_kind::slice, who, d, d, gained, cur, s.unreduced_after});
-      }
-    }
-    cur = s.spec_after;
-  }
-}
 
 // The steps of a choice, for shapes `sh` (which decide the even or uneven reshard variant):
 // what matmul_plan::steps lists and what ts::matmul runs (ops/detail/executor.hpp).
@@ -320,5 +298,52 @@ using matmul_plan_for =
     matmul_plan<typename A::mesh_type, typename A::spec, typename B::spec, OutSpec,
                 typename A::extents_type, typename B::extents_type, typename A::value_type,
                 typename A::unreduced_type, typename B::unreduced_type>;
+
+}  // namespace typeshard
+
+namespace typeshard {
+
+namespace detail {
+
+// What matmul_valid answers: check_matmul_inputs' and the planner's checks, without
+// diagnosing.
+template <class A, class B, class Out>
+constexpr bool matmul_valid_check() {
+  using Mesh = typename A::mesh_type;
+  using T = typename A::value_type;
+  using LE = typename A::extents_type;
+  using RE = typename B::extents_type;
+  constexpr std::size_t R = LE::rank;
+  if constexpr (!std::is_same_v<Mesh, typename B::mesh_type> ||
+                !std::is_same_v<T, typename B::value_type> ||
+                (!std::is_same_v<T, float> && !std::is_same_v<T, double>) || R != RE::rank ||
+                R < 2) {
+    return false;
+  } else if constexpr (!valid_spec<Mesh, typename A::spec, R> ||
+                       !valid_spec<Mesh, typename B::spec, R> ||
+                       !valid_spec<Mesh, std::conditional_t<std::is_same_v<Out, auto_out>, spec<>, Out>, R>) {
+    return false;
+  } else if constexpr ((LE::static_extents[R - 1] != dyn && RE::static_extents[R - 2] != dyn &&
+                        LE::static_extents[R - 1] != RE::static_extents[R - 2]) ||
+                       batch_extent_mismatch<LE, RE, R>() != R) {
+    return false;
+  } else {
+    constexpr bool named = !std::is_same_v<Out, auto_out>;
+    return plan_matmul<Mesh, R>(
+               spec_array_of<typename A::spec, R>(), spec_array_of<typename B::spec, R>(), named,
+               spec_array_of<std::conditional_t<named, Out, spec<>>, R>(),
+               nominal_shapes<LE, RE, R>(sizeof(T)),
+               unreduced_list<typename A::unreduced_type>(),
+               unreduced_list<typename B::unreduced_type>())
+               .problem == matmul_problem::none;
+  }
+}
+
+}  // namespace detail
+
+// matmul_valid<A, B[, OutSpec]>: whether ts::matmul<OutSpec>(a, b) compiles for arrays of
+// types A and B; never fires a diagnostic (for requires-clauses and generic code).
+template <class A, class B, class OutSpec = auto_out>
+inline constexpr bool matmul_valid = detail::matmul_valid_check<A, B, OutSpec>();
 
 }  // namespace typeshard

@@ -81,13 +81,21 @@ struct matmul_batch_specs_differ {
   }
 };
 
+// The static_assert's condition names the two extents, so the compiler prints them beside
+// the message: clang++ on the error line itself ("requirement
+// 'lhs_J_extent_vs_rhs_J_extent<8, 6>'"), g++ (whose error line holds only the message) in
+// the note right under it ("'...lhs_J_extent_vs_rhs_J_extent<8, 6>' evaluates to false").
+template <std::size_t LhsJ, std::size_t RhsJ>
+inline constexpr bool lhs_J_extent_vs_rhs_J_extent = false;
+
 template <std::size_t LhsExtent, std::size_t RhsExtent>
 struct matmul_contracting_extents_differ {
   static constexpr bool fire() {
-    static_assert(detail::always_false_values<LhsExtent, RhsExtent>,
+    static_assert(lhs_J_extent_vs_rhs_J_extent<LhsExtent, RhsExtent>,
                   "typeshard: rule 2 (matmul): the contracting dimension J has different static "
-                  "extents in lhs (its last dimension) and rhs (its second-to-last); fix: "
-                  "A[..., I, J] . B[..., J, K] needs the same J in both operands");
+                  "extents in lhs (its last dimension) and rhs (its second-to-last), the two "
+                  "numbers of lhs_J_extent_vs_rhs_J_extent<lhs, rhs> printed with this message; "
+                  "fix: A[..., I, J] . B[..., J, K] needs the same J in both operands");
     return true;
   }
 };
@@ -103,15 +111,23 @@ struct matmul_batch_extents_differ {
   }
 };
 
+// The condition spells the clashing axis (clang++ prints it on the error line, g++ in the
+// note under it), and the fix refers to it: a static_assert message is a fixed literal.
+template <char... Axis>
+inline constexpr bool clashing_axis = false;
+
 template <char... Axis>
 struct matmul_free_dims_share_axis {
   static constexpr bool fire() {
-    static_assert(detail::always_false_chars<Axis...>,
+    static_assert(clashing_axis<Axis...>,
                   "typeshard: rule 2 (matmul): lhs's rows I and rhs's columns K are sharded "
-                  "over the same mesh axis (A[I_X, J] . B[J, K_X], case 4), so the result "
-                  "C[I_X, K_X] would use the axis twice; fix: name the output spec, which "
-                  "decides the operand to gather: ts::matmul<ts::spec<\"x\", ts::none>>(A, B) "
-                  "gathers B, ts::matmul<ts::spec<ts::none, \"x\">>(A, B) gathers A");
+                  "over the same mesh axis (A[I_a, J] . B[J, K_a], case 4, the axis a spelled "
+                  "by clashing_axis<...> printed with this message), so the result C[I_a, K_a] "
+                  "would use it twice; fix: name the output spec with that axis on the "
+                  "dimension that keeps it, which decides the operand to gather with one "
+                  "all_gather: ts::matmul<ts::spec<\"a\", ts::none>>(A, B) gathers B, "
+                  "ts::matmul<ts::spec<ts::none, \"a\">>(A, B) gathers A (for batched "
+                  "operands, the batch entries first)");
     return true;
   }
 };

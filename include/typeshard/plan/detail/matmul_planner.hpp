@@ -21,7 +21,10 @@
 //      the result (DESIGN rule 2: the type says it is a partial sum); with one, C0 is
 //      resharded to it: psum / psum_scatter reduce, then any gather or slice it needs.
 //
-// Which plan (DESIGN rule 2):
+// Which plan: ONE planner chooses every contraction. plan_matmul (at the end of
+// detail/einsum_planner.hpp) is the einsum planner on "...ij,...jk->...ik" with the batch
+// dimensions fixed, its choice restated as a matmul_choice; what that means for matmul
+// (DESIGN rule 2):
 //   no output spec, by rule:
 //     - J sharded identically in both (or in neither): nothing moves; C0 is unreduced over
 //       J's axes (none if J is whole);
@@ -40,6 +43,9 @@
 //   using an axis twice dropped). Candidates per operand: J kept or gathered;
 //   the free dimension (I for lhs, K for rhs) kept, gathered, or moved to the output's
 //   sharding of it. Batch dimensions never move before the GEMM (they must match).
+//
+// This header keeps matmul's vocabulary (matmul_choice, its steps' reshards and costs) and
+// the pieces the einsum planner shares (the reshard steps, their byte costs, the cost order).
 //
 // Cost model (per device, bytes received): all_gather (n-1) * block, all_to_all and
 // psum_scatter (n-1)/n * block, psum 2 (n-1)/n * block (ring algorithms), local slices 0,
@@ -225,52 +231,30 @@ constexpr void add_reshard_cost(matmul_cost& cost, const spec_array<Rank>& from,
   }
 }
 
-// ---- completing and costing a candidate -------------------------------------------------
-
-// Given lhs_gemm and rhs_gemm, decides S and the slices and checks the local product can be
-// formed; false if this pair of shardings cannot be multiplied locally.
-template <std::size_t Rank>
-constexpr bool complete_local(matmul_choice<Rank>& c) {
-  using D = matmul_dims<Rank>;
-  // References, not copies: g++ 12 rejects two dim_spec copies out of one constexpr
-  // object in a constant evaluation ("modification of ... is not a constant expression").
-  const dim_spec& aj = c.lhs_gemm[D::lhs_j];
-  const dim_spec& bj = c.rhs_gemm[D::rhs_j];
-  c.slice_lhs = c.slice_rhs = false;
-  if (aj == bj) {
-    c.contract = aj;
-  } else if (aj.count == 0 && uses_none_of(c.lhs_gemm, bj)) {
-    c.contract = bj;  // lhs holds all of J: it reads rhs's blocks of it
-    c.slice_lhs = true;
-  } else if (bj.count == 0 && uses_none_of(c.rhs_gemm, aj)) {
-    c.contract = aj;
-    c.slice_rhs = true;
-  } else {
-    return false;
+// Appends a reshard's steps for operand `who` (a local slice is listed per dimension, each
+// step leaving the sharding with that dimension sliced).
+template <std::size_t Rank, std::size_t Capacity>
+constexpr void append_reshard(step_array<Rank, Capacity>& out, step_operand who,
+                              const spec_array<Rank>& from, const step_list<Rank>& steps) {
+  spec_array<Rank> cur = from;
+  for (std::size_t i = 0; i < steps.count; ++i) {
+    step<Rank> s = steps.steps[i];
+    s.operand = who;
+    if (s.kind != step_kind::slice) {
+      out.push(s);
+    } else {
+      for (std::size_t d = 0; d < Rank; ++d) {
+        if (cur[d] == s.spec_after[d]) continue;
+        const dim_spec gained = suffix(s.spec_after[d], common_prefix(cur[d], s.spec_after[d]));
+        cur[d] = s.spec_after[d];
+        out.push(step<Rank>{step_kind::slice, who, d, d, gained, cur, s.unreduced_after});
+      }
+    }
+    cur = s.spec_after;
   }
-  for (std::size_t d = 0; d < D::batch; ++d) {
-    if (!(c.lhs_gemm[d] == c.rhs_gemm[d])) return false;
-    c.local[d] = c.lhs_gemm[d];
-  }
-  c.local[D::out_i] = c.lhs_gemm[D::lhs_i];
-  c.local[D::out_k] = c.rhs_gemm[D::rhs_k];
-  // The local product is partial over S and over the operands' unreduced axes (a partial
-  // sum times a full value is a partial sum: matmul is linear on each side).
-  dim_spec operands_u = c.lhs_unreduced;
-  for (std::size_t a = 0; a < c.rhs_unreduced.count; ++a) {
-    if (operands_u.count == dim_spec::max_axes) return false;
-    operands_u.axes[operands_u.count++] = c.rhs_unreduced.axes[a];
-  }
-  c.partial = c.contract;
-  for (std::size_t a = 0; a < operands_u.count; ++a) {
-    if (c.partial.count == dim_spec::max_axes) return false;
-    c.partial.axes[c.partial.count++] = operands_u.axes[a];
-  }
-  // An operand's unreduced axis may not shard anything the GEMM reads; an axis may not
-  // shard two dimensions of C0, nor shard one and be unreduced.
-  return uses_none_of(c.lhs_gemm, operands_u) && uses_none_of(c.rhs_gemm, operands_u) &&
-         no_axis_twice(c.local) && uses_none_of(c.local, c.partial);
 }
+
+// ---- costing a plan -----------------------------------------------------------------------
 
 // The cost of a completed candidate for the given shapes.
 template <class Mesh, std::size_t Rank>
@@ -298,129 +282,6 @@ constexpr double gather_j_bytes(const spec_array<Rank>& s, std::size_t j, const 
   return cost.bytes;
 }
 
-// ---- the two ways of choosing ------------------------------------------------------------
-
-// No output spec: DESIGN rule 2's case rules (see the header comment).
-template <class Mesh, std::size_t Rank>
-constexpr matmul_choice<Rank> plan_by_rule(matmul_choice<Rank> c, const matmul_shapes<Rank>& sh) {
-  using D = matmul_dims<Rank>;
-  const spec_array<Rank> lhs = c.lhs;
-  const spec_array<Rank> rhs = c.rhs;
-  c.lhs_gemm = lhs;
-  c.rhs_gemm = rhs;
-  const dim_spec& aj = lhs[D::lhs_j];  // references: see complete_local
-  const dim_spec& bj = rhs[D::rhs_j];
-  if (aj == bj) {
-    // nothing moves
-  } else if (bj.count == 0) {
-    c.lhs_gemm[D::lhs_j] = dim_spec{};
-  } else if (aj.count == 0) {
-    c.rhs_gemm[D::rhs_j] = dim_spec{};
-  } else {
-    spec_array<Rank> lhs_gathered = lhs;
-    spec_array<Rank> rhs_gathered = rhs;
-    lhs_gathered[D::lhs_j] = dim_spec{};
-    rhs_gathered[D::rhs_j] = dim_spec{};
-    const bool can_gather_lhs = uses_none_of(lhs_gathered, bj);  // then it reads rhs's blocks
-    const bool can_gather_rhs = uses_none_of(rhs_gathered, aj);
-    const double lhs_bytes = gather_j_bytes<Mesh>(lhs, D::lhs_j, sh.lhs, sh.element_size);
-    const double rhs_bytes = gather_j_bytes<Mesh>(rhs, D::rhs_j, sh.rhs, sh.element_size);
-    if (can_gather_lhs && (!can_gather_rhs || lhs_bytes < rhs_bytes)) {
-      c.lhs_gemm = lhs_gathered;
-    } else if (can_gather_rhs) {
-      c.rhs_gemm = rhs_gathered;
-    } else {
-      c.lhs_gemm = lhs_gathered;
-      c.rhs_gemm = rhs_gathered;
-    }
-  }
-  const axis_name clash = shared_axis(c.lhs_gemm[D::lhs_i], c.rhs_gemm[D::rhs_k]);
-  if (!clash.empty()) {
-    c.problem = matmul_problem::free_dims_share_axis;
-    c.problem_axis = clash;
-    c.local = c.out = lhs;  // placeholders: the plan's types stay well-formed
-    return c;
-  }
-  if (!complete_local(c)) {  // only when the partial axes outnumber a dim_spec's 4
-    c.problem = matmul_problem::too_many_partial_axes;
-    c.local = c.out = lhs;
-    return c;
-  }
-  c.out = c.local;
-  c.out_unreduced = c.partial;
-  return c;
-}
-
-// The options for one operand's sharding before the GEMM: its free dimension kept, moved
-// to the output's sharding of it, or gathered; its J kept or gathered.
-template <std::size_t Rank>
-struct operand_options {
-  std::array<spec_array<Rank>, 6> specs{};
-  std::size_t count = 0;
-
-  constexpr void add(const spec_array<Rank>& s) {
-    if (!no_axis_twice(s)) return;
-    for (std::size_t i = 0; i < count; ++i)
-      if (specs[i] == s) return;
-    specs[count++] = s;
-  }
-};
-
-template <std::size_t Rank>
-constexpr operand_options<Rank> options_for(const spec_array<Rank>& s, std::size_t free_dim,
-                                            std::size_t j_dim, const dim_spec& out_free) {
-  operand_options<Rank> o;
-  for (int gather_j = 0; gather_j < 2; ++gather_j) {
-    spec_array<Rank> base = s;
-    if (gather_j) base[j_dim] = dim_spec{};
-    o.add(base);
-    spec_array<Rank> moved = base;
-    moved[free_dim] = out_free;
-    o.add(moved);
-    spec_array<Rank> gathered = base;
-    gathered[free_dim] = dim_spec{};
-    o.add(gathered);
-  }
-  return o;
-}
-
-// Output spec named: the cheapest valid candidate (see the header comment).
-template <class Mesh, std::size_t Rank>
-constexpr matmul_choice<Rank> plan_by_cost(const matmul_choice<Rank>& given, const spec_array<Rank>& out,
-                                           const matmul_shapes<Rank>& sh) {
-  using D = matmul_dims<Rank>;
-  const spec_array<Rank>& lhs = given.lhs;
-  const spec_array<Rank>& rhs = given.rhs;
-  const operand_options<Rank> lo = options_for(lhs, D::lhs_i, D::lhs_j, out[D::out_i]);
-  const operand_options<Rank> ro = options_for(rhs, D::rhs_k, D::rhs_j, out[D::out_k]);
-  matmul_choice<Rank> best;
-  matmul_cost best_cost;
-  bool found = false;
-  for (std::size_t i = 0; i < lo.count; ++i) {
-    for (std::size_t j = 0; j < ro.count; ++j) {
-      matmul_choice<Rank> c = given;
-      c.lhs_gemm = lo.specs[i];
-      c.rhs_gemm = ro.specs[j];
-      c.out = out;
-      if (!complete_local(c)) continue;
-      const matmul_cost cost = cost_of<Mesh>(c, sh);
-      if (!found || cost < best_cost) {
-        best = c;
-        best_cost = cost;
-        found = true;
-      }
-    }
-  }
-  // Gathering every J and free dimension always multiplies locally (unless the partial
-  // axes outnumber 4), so `found` holds.
-  if (!found) {
-    best = given;
-    best.problem = matmul_problem::too_many_partial_axes;
-    best.local = best.out = lhs;
-  }
-  return best;
-}
-
 // The first axis of `u` that `spec` or `other_u` uses, or an empty name.
 template <std::size_t Rank>
 constexpr axis_name unreduced_clash(const dim_spec& u, const spec_array<Rank>& spec,
@@ -428,41 +289,6 @@ constexpr axis_name unreduced_clash(const dim_spec& u, const spec_array<Rank>& s
   for (std::size_t a = 0; a < u.count; ++a)
     if (uses_axis(spec, u.axes[a]) || other_u.uses(u.axes[a])) return u.axes[a];
   return {};
-}
-
-// The plan for lhs . rhs on Mesh: by rule without an output spec, by cost with one.
-// `out` is ignored unless out_named. lhs_u / rhs_u: the axes an operand is a partial sum
-// over (rule 3 allows matmul on partial sums: it is linear in each operand), which the
-// other operand must neither shard nor be partial over.
-template <class Mesh, std::size_t Rank>
-constexpr matmul_choice<Rank> plan_matmul(const spec_array<Rank>& lhs, const spec_array<Rank>& rhs,
-                                          bool out_named, const spec_array<Rank>& out,
-                                          const matmul_shapes<Rank>& sh,
-                                          const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {}) {
-  matmul_choice<Rank> c;
-  c.lhs = c.lhs_gemm = c.local = c.out = lhs;  // placeholders until a plan is found
-  c.rhs = c.rhs_gemm = rhs;
-  c.lhs_unreduced = lhs_u;
-  c.rhs_unreduced = rhs_u;
-  for (std::size_t d = 0; d < matmul_dims<Rank>::batch; ++d) {
-    if (!(lhs[d] == rhs[d])) {
-      c.problem = matmul_problem::batch_specs_differ;
-      c.problem_dim = d;
-      return c;
-    }
-  }
-  axis_name clash = unreduced_clash(lhs_u, rhs, rhs_u);
-  if (clash.empty()) clash = unreduced_clash(rhs_u, lhs, lhs_u);
-  if (!clash.empty()) {
-    c.problem = matmul_problem::unreduced_conflict;
-    c.problem_axis = clash;
-    return c;
-  }
-  if (out_named) {
-    c.out_named = true;
-    return plan_by_cost<Mesh>(c, out, sh);
-  }
-  return plan_by_rule<Mesh>(c, sh);
 }
 
 // The shapes a compile-time plan is costed for: the static extents when every extent of

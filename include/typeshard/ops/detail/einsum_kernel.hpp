@@ -1,0 +1,221 @@
+// typeshard/ops/detail/einsum_kernel.hpp: one device's local einsum, at GEMM speed.
+// Internal: do not rely on anything in detail/.
+//
+// The local blocks are laid out as batched matrices, lhs as [batch, I, J] and rhs as
+// [batch, J, K] (batch: the batch letters in output order, I / K: the free letters of lhs /
+// rhs in output order, J: the contracting letters in lhs order), and each batch element is
+// one kernels::gemm. A block already in that order (or in [batch, J, I] / [batch, K, J],
+// read transposed by the GEMM) is read in place; otherwise one strided copy permutes it,
+// and that copy also adds up a summed letter (one operand only, not in the output). The
+// product [batch, I, K] is written straight into the output block when the output's letter
+// order is that one, else permuted into it by one more copy.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "../../array/detail/copy_box.hpp"
+#include "../../core/layout.hpp"
+#include "../../detail/buffer.hpp"
+#include "../../kernels/gemm.hpp"
+#include "../../plan/detail/einsum_subscripts.hpp"
+
+namespace typeshard::detail {
+
+// Where every dimension of lhs, rhs and the output goes in the batched-matrix layout.
+template <std::size_t R>
+struct einsum_gemm_layout {
+  std::size_t nb = 1, ni = 1, nj = 1, nk = 1;
+  std::array<std::size_t, R> a{}, a_t{};  // lhs strides in [b, i, j] / [b, j, i]
+  std::array<std::size_t, R> b{}, b_t{};  // rhs strides in [b, j, k] / [b, k, j]
+  std::array<std::size_t, R> c{};         // output strides in [b, i, k]
+};
+
+// The layout for the local extents of lhs (a_loc) and rhs (b_loc).
+template <std::size_t R>
+einsum_gemm_layout<R> einsum_layout_of(const einsum_equation& eq, const shape<R>& a_loc,
+                                       const shape<R>& b_loc) {
+  einsum_gemm_layout<R> g;
+  auto extent = [&](char x) { return eq.in_lhs(x) ? a_loc[eq.lhs_dim(x)] : b_loc[eq.rhs_dim(x)]; };
+  // Each group's letters, and each letter's stride within its group.
+  std::array<std::size_t, 128> in_group{};
+  auto group = [&](auto&& letters, std::size_t n, auto&& member, std::size_t& size) {
+    size = 1;
+    for (std::size_t k = n; k-- > 0;) {
+      const char x = letters[k];
+      if (!member(x)) continue;
+      in_group[static_cast<unsigned char>(x)] = size;
+      size *= extent(x);
+    }
+  };
+  group(eq.out, eq.out_rank, [&](char x) { return eq.role(x) == einsum_role::batch; }, g.nb);
+  group(eq.out, eq.out_rank, [&](char x) { return eq.role(x) == einsum_role::lhs_free; }, g.ni);
+  group(eq.out, eq.out_rank, [&](char x) { return eq.role(x) == einsum_role::rhs_free; }, g.nk);
+  group(eq.lhs, eq.lhs_rank, [&](char x) { return eq.role(x) == einsum_role::contracting; }, g.nj);
+  auto s = [&](char x) { return in_group[static_cast<unsigned char>(x)]; };
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
+    const char x = eq.lhs[l];
+    switch (eq.role(x)) {
+      case einsum_role::batch: g.a[l] = s(x) * g.ni * g.nj; g.a_t[l] = g.a[l]; break;
+      case einsum_role::lhs_free: g.a[l] = s(x) * g.nj; g.a_t[l] = s(x); break;
+      case einsum_role::contracting: g.a[l] = s(x); g.a_t[l] = s(x) * g.ni; break;
+      default: break;  // summed: stride 0, added up
+    }
+  }
+  for (std::size_t r = 0; r < eq.rhs_rank; ++r) {
+    const char x = eq.rhs[r];
+    switch (eq.role(x)) {
+      case einsum_role::batch: g.b[r] = s(x) * g.nj * g.nk; g.b_t[r] = g.b[r]; break;
+      case einsum_role::contracting: g.b[r] = s(x) * g.nk; g.b_t[r] = s(x); break;
+      case einsum_role::rhs_free: g.b[r] = s(x); g.b_t[r] = s(x) * g.nj; break;
+      default: break;
+    }
+  }
+  for (std::size_t o = 0; o < eq.out_rank; ++o) {
+    const char x = eq.out[o];
+    switch (eq.role(x)) {
+      case einsum_role::batch: g.c[o] = s(x) * g.ni * g.nk; break;
+      case einsum_role::lhs_free: g.c[o] = s(x) * g.nk; break;
+      default: g.c[o] = s(x); break;
+    }
+  }
+  return g;
+}
+
+// Whether a row-major array of extents `ext` has the strides `want` (dimensions of extent 1
+// may have any stride).
+template <std::size_t R>
+bool has_strides(const shape<R>& ext, const std::array<std::size_t, R>& want) {
+  const auto st = strides_of(ext);
+  for (std::size_t d = 0; d < R; ++d)
+    if (ext[d] > 1 && st[d] != want[d]) return false;
+  return true;
+}
+
+// dst[sum_d i_d * dst_stride[d]] (+)= src[row-major index of origin + i in src_shape], for
+// every i in the box `box`. With a zero stride (a summed letter), the values add up
+// (dst must be zeroed first).
+template <class T, std::size_t R>
+void strided_copy(const T* src, const shape<R>& src_shape, const shape<R>& origin, const shape<R>& box,
+                  T* dst, const std::array<std::size_t, R>& dst_stride, bool add) {
+  for (std::size_t e : box)
+    if (e == 0) return;
+  const auto ss = strides_of(src_shape);
+  std::array<std::size_t, R> i{};
+  const std::size_t inner = box[R - 1], ds = dst_stride[R - 1];
+  while (true) {
+    std::size_t so = 0, dof = 0;
+    for (std::size_t d = 0; d + 1 < R; ++d) {
+      so += (origin[d] + i[d]) * ss[d];
+      dof += i[d] * dst_stride[d];
+    }
+    const T* s = src + so + origin[R - 1];
+    T* t = dst + dof;
+    if (add)
+      for (std::size_t k = 0; k < inner; ++k) t[k * ds] += s[k];
+    else
+      for (std::size_t k = 0; k < inner; ++k) t[k * ds] = s[k];
+    std::size_t d = R - 1;
+    while (d-- > 0) {
+      if (++i[d] < box[d]) break;
+      i[d] = 0;
+      if (d == 0) return;
+    }
+    if (R == 1) return;
+  }
+}
+
+// dst (row-major over `box`) = src[sum_d i_d * src_stride[d]]: the product [b, i, k] read
+// into the output's letter order, one inner loop per output row.
+template <class T, std::size_t R>
+void strided_read(const T* src, const std::array<std::size_t, R>& src_stride, const shape<R>& box,
+                  T* dst) {
+  for (std::size_t e : box)
+    if (e == 0) return;
+  std::array<std::size_t, R> i{};
+  const std::size_t inner = box[R - 1], ss = src_stride[R - 1];
+  while (true) {
+    std::size_t so = 0;
+    for (std::size_t d = 0; d + 1 < R; ++d) so += i[d] * src_stride[d];
+    const T* s = src + so;
+    for (std::size_t k = 0; k < inner; ++k) dst[k] = s[k * ss];
+    dst += inner;
+    std::size_t d = R - 1;
+    while (d-- > 0) {
+      if (++i[d] < box[d]) break;
+      i[d] = 0;
+      if (d == 0) return;
+    }
+    if (R == 1) return;
+  }
+}
+
+// One operand as the GEMM reads it: in place (maybe transposed) or a packed copy.
+template <class T>
+struct gemm_operand {
+  const T* data = nullptr;
+  bool transposed = false;
+  buffer<T> packed;
+};
+
+// Prepares an operand whose block (held by `have`, extents have_shape) is read at the box
+// `want` from `origin`: in place when it is already [b, i, j] (or transposed), else packed.
+template <class T, std::size_t R>
+gemm_operand<T> gemm_operand_of(const T* data, const shape<R>& have_shape, const shape<R>& origin,
+                                const shape<R>& want, const std::array<std::size_t, R>& strides,
+                                const std::array<std::size_t, R>& strides_t, bool sums,
+                                std::size_t elements) {
+  gemm_operand<T> g;
+  const bool whole = have_shape == want && origin == shape<R>{};
+  if (whole && !sums && has_strides(want, strides)) {
+    g.data = data;
+  } else if (whole && !sums && has_strides(want, strides_t)) {
+    g.data = data;
+    g.transposed = true;
+  } else {
+    g.packed = buffer<T>(elements);
+    if (sums)
+      for (std::size_t e = 0; e < elements; ++e) g.packed.data()[e] = T(0);
+    strided_copy(data, have_shape, origin, want, g.packed.data(), strides, sums);
+    g.data = g.packed.data();
+  }
+  return g;
+}
+
+// The local product of one device: lhs block (a_data, laid out by a_have, read at the box
+// a_want from a_origin), rhs likewise, into `out` (the output block, extents c_loc).
+template <class T, std::size_t R>
+void local_einsum(const einsum_equation& eq, const T* a_data, const shape<R>& a_have,
+                  const shape<R>& a_origin, const shape<R>& a_want, const T* b_data,
+                  const shape<R>& b_have, const shape<R>& b_origin, const shape<R>& b_want, T* out,
+                  const shape<R>& c_loc) {
+  const einsum_gemm_layout<R> g = einsum_layout_of<R>(eq, a_want, b_want);
+  std::size_t c_count = 1;
+  for (std::size_t e : c_loc) c_count *= e;
+  if (c_count == 0) return;
+  bool a_sums = false, b_sums = false;
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l)
+    a_sums = a_sums || eq.role(eq.lhs[l]) == einsum_role::lhs_summed;
+  for (std::size_t r = 0; r < eq.rhs_rank; ++r)
+    b_sums = b_sums || eq.role(eq.rhs[r]) == einsum_role::rhs_summed;
+  const bool direct_out = has_strides(c_loc, g.c);
+  buffer<T> c_tmp(direct_out ? 0 : c_count);
+  T* c = direct_out ? out : c_tmp.data();
+  if (g.nj == 0) {
+    for (std::size_t e = 0; e < c_count; ++e) c[e] = T(0);
+  } else {
+    const gemm_operand<T> a = gemm_operand_of<T, R>(a_data, a_have, a_origin, a_want, g.a, g.a_t,
+                                                    a_sums, g.nb * g.ni * g.nj);
+    const gemm_operand<T> b = gemm_operand_of<T, R>(b_data, b_have, b_origin, b_want, g.b, g.b_t,
+                                                    b_sums, g.nb * g.nj * g.nk);
+    const kernels::gemm_ops ops{a.transposed, b.transposed};
+    const std::size_t lda = a.transposed ? g.ni : g.nj;
+    const std::size_t ldb = b.transposed ? g.nj : g.nk;
+    for (std::size_t t = 0; t < g.nb; ++t)
+      kernels::gemm<T>(g.ni, g.nk, g.nj, a.data + t * g.ni * g.nj, lda, b.data + t * g.nj * g.nk,
+                       ldb, c + t * g.ni * g.nk, g.nk, false, ops);
+  }
+  if (!direct_out) strided_read(c, g.c, c_loc, out);
+}
+
+}  // namespace typeshard::detail

@@ -1,0 +1,211 @@
+// typeshard/ops/einsum.hpp: the sharded einsum of two arrays (DESIGN rule 2, per letter), run
+// on the devices.
+//
+//   auto Y = ts::einsum<"bsd,df->bsf">(X, W);      // X: spec<"x", none, none>, W: spec<none, "y">
+//   static_assert(std::is_same_v<decltype(Y)::spec, ts::spec<"x", ts::none, "y">>);
+//   auto S = ts::einsum<"bhqd,bhkd->bhqk">(Q, K);  // attention scores, heads sharded alike
+//   auto U = ts::einsum<"ij,jk->ik">(A, B);         // J over "x" in both: unreduced<"x">
+//   auto R = ts::einsum<"ij,jk->ik", ts::spec<"x", ts::none>>(A, B);   // ... psum_scatter'd
+//   using plan = ts::einsum_plan_for<"ij,jk->ik", decltype(A), decltype(B)>;
+//   static_assert(ts::einsum_valid<"ij,jk->ik", decltype(A), decltype(B)>);
+//
+// Letters name dimensions: a letter in both operands and the output is a batch letter, in
+// both operands only a contracting letter, in one operand and the output a free letter, in
+// one operand only a summed letter (summed locally; the result is unreduced over its axes
+// when it is sharded). An empty output ("i,i->") gives a rank-1 array of extent 1. The plan
+// (plan/einsum_plan.hpp) is chosen at compile time and runs as ONE multi-device operation,
+// as ts::matmul's does: the operands' collectives, the local product (each device lays its
+// blocks out as batched matrices and calls kernels::gemm, see detail/einsum_kernel.hpp),
+// then the output's reduction when an output spec is named. Without one, a result unreduced
+// over some axes keeps them in its type (reduce it with ts::reshard<Spec>).
+//
+// An operand may be a partial sum (unreduced, rule 3): the product is linear in each
+// operand, so the result is a partial sum over those axes too, provided the other operand
+// neither shards nor is partial over them.
+//
+// Run-time checks (dynamic extents): a letter's extents equal in both operands
+// (shape_error), the same device mesh (device_mesh_error).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../array/device_mesh.hpp"
+#include "../array/sharded_array.hpp"
+#include "../backend/backend.hpp"
+#include "../core/errors.hpp"
+#include "../core/extents.hpp"
+#include "../core/rules/rule2_einsum.hpp"
+#include "../detail/buffer.hpp"
+#include "../plan/detail/einsum_planner.hpp"
+#include "../plan/einsum_plan.hpp"
+#include "detail/einsum_kernel.hpp"
+#include "detail/executor.hpp"
+
+namespace typeshard {
+
+namespace detail {
+
+// Runs an einsum plan on every addressable device of `m`; returns the result's blocks by
+// mesh position (laid out by c.out, unreduced over c.out_unreduced). Shapes are padded to
+// the plan rank R with 1s. One instantiation per (T, Mesh, R): the equation and the plan
+// are values, so tests can run plans chosen at run time.
+template <class T, class Mesh, std::size_t R>
+std::vector<buffer<T>> run_einsum(const einsum_equation& eq, const einsum_choice<R>& c,
+                                  const device_mesh<Mesh>& m,
+                                  const std::vector<std::span<const T>>& a_blocks,
+                                  const shape<R>& a_global,
+                                  const std::vector<std::span<const T>>& b_blocks,
+                                  const shape<R>& b_global) {
+  using block = operand_block<T, R>;
+  constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
+  constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
+  constexpr auto res = static_cast<std::size_t>(step_operand::out);
+  const einsum_shapes<R> sh{a_global, b_global, sizeof(T)};
+  const shape<R> c_global = einsum_out_shape(eq, sh);
+  const einsum_step_list<R> list = einsum_steps_of<Mesh>(eq, c, sh);
+
+  std::vector<buffer<T>> out(Mesh::size);
+  backend& bk = m.get_backend();
+  for_each_position(m, [&](std::size_t p) {
+    std::array<block, 4> x;
+    x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
+    x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
+    run_steps<T, Mesh, R>(bk, p, steps_span(list), std::span<block>(x), [&](std::span<block> ops) {
+      const shape<R> c_loc = local_shape_of<Mesh>(c.local, c_global, p);
+      buffer<T> c0(host_tensor<T, R>::element_count(c_loc));
+      auto origin = [&](const block& b) {
+        const index_slices<R> want = index_of<Mesh>(b.spec, b.global, p);
+        const index_slices<R> have = index_of<Mesh>(b.held, b.global, p);
+        shape<R> o{};
+        for (std::size_t d = 0; d < R; ++d) o[d] = want[d].start - have[d].start;
+        return o;
+      };
+      const block& a = ops[lhs];
+      const block& b = ops[rhs];
+      local_einsum<T, R>(eq, a.data, local_shape_of<Mesh>(a.held, a.global, p), origin(a),
+                         local_shape_of<Mesh>(a.spec, a.global, p), b.data,
+                         local_shape_of<Mesh>(b.held, b.global, p), origin(b),
+                         local_shape_of<Mesh>(b.spec, b.global, p), c0.data(), c_loc);
+      ops[lhs] = block{};  // free the gathered operands before the output's collectives
+      ops[rhs] = block{};
+      ops[res] = block(nullptr, c.local, c_global);
+      ops[res].adopt(std::move(c0), c.local);
+    });
+    take_slices<T, Mesh, R>(p, x[res]);
+    out[p] = std::move(x[res].owned);
+  });
+  return out;
+}
+
+// The checks only run time can make: same devices, each letter's extents equal.
+template <einsum_subscripts S, class A, class B>
+void check_einsum_operands(const A& a, const B& b) {
+  constexpr einsum_equation eq = equation_of<S>;
+  if (!(a.device_mesh() == b.device_mesh()))
+    throw device_mesh_error("typeshard: einsum: the operands live on different devices: " +
+                            a.device_mesh().to_string() + " and " + b.device_mesh().to_string() +
+                            "; device_put both on one device mesh");
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
+    const std::size_t r = eq.rhs_dim(eq.lhs[l]);
+    if (r < eq.rhs_rank && a.extent(l) != b.extent(r))
+      throw shape_error(std::string("typeshard: einsum ") + std::string(S.view()) + ": letter '" +
+                        eq.lhs[l] + "' has extent " + std::to_string(a.extent(l)) +
+                        " in lhs (dimension " + std::to_string(l) + ") but " +
+                        std::to_string(b.extent(r)) + " in rhs (dimension " + std::to_string(r) +
+                        "); a letter names one dimension: pass operands whose extents agree");
+  }
+}
+
+// The result's extents: each output letter's, static where either operand's is; [1] for an
+// empty output.
+template <einsum_subscripts S, class LE, class RE, class = std::make_index_sequence<equation_of<S>.result_rank()>>
+struct einsum_out_extents;
+template <einsum_subscripts S, class LE, class RE, std::size_t... D>
+struct einsum_out_extents<S, LE, RE, std::index_sequence<D...>> {
+  static constexpr std::size_t pick(std::size_t d) {
+    constexpr einsum_equation eq = equation_of<S>;
+    if (eq.out_rank == 0) return 1;
+    const char x = eq.out[d];
+    const std::size_t l = eq.lhs_dim(x), r = eq.rhs_dim(x);
+    if (l < eq.lhs_rank && LE::static_extents[l] != dyn) return LE::static_extents[l];
+    if (r < eq.rhs_rank) return RE::static_extents[r];
+    return dyn;
+  }
+  using type = extents<pick(D)...>;
+};
+
+template <class A, class B>
+constexpr bool check_einsum_arrays() {
+  using a_t = std::remove_cvref_t<A>;
+  using b_t = std::remove_cvref_t<B>;
+  if constexpr (!std::is_same_v<typename a_t::mesh_type, typename b_t::mesh_type>) {
+    return require<false, diagnostic::einsum_meshes_differ<typename a_t::mesh_type,
+                                                           typename b_t::mesh_type>>::value &&
+           false;
+  } else if constexpr (!std::is_same_v<typename a_t::value_type, typename b_t::value_type>) {
+    return require<false, diagnostic::einsum_element_types_differ<typename a_t::value_type,
+                                                                  typename b_t::value_type>>::value &&
+           false;
+  } else {
+    return true;
+  }
+}
+
+// An array's extents padded to R with 1s.
+template <std::size_t R, std::size_t N>
+shape<R> padded_shape(const shape<N>& s) {
+  shape<R> out{};
+  for (std::size_t d = 0; d < R; ++d) out[d] = d < N ? s[d] : 1;
+  return out;
+}
+
+}  // namespace detail
+
+// einsum<Subscripts, OutSpec>(a, b): the contraction Subscripts names, sharded by OutSpec;
+// without OutSpec, sharded (and possibly unreduced) as the plan's rules give.
+template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
+          sharded_array_type B>
+  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+auto einsum(const A& a, const B& b) {
+  if constexpr (!detail::check_einsum_arrays<A, B>()) {
+    return a;  // the diagnostic fired; stop here so nothing cascades
+  } else {
+    using plan = einsum_plan_for<Subscripts, A, B, OutSpec>;
+    if constexpr (!plan::valid) {
+      return a;  // the plan's diagnostic fired
+    } else {
+      using T = typename A::value_type;
+      using Mesh = typename A::mesh_type;
+      constexpr std::size_t R = plan::rank;
+      constexpr std::size_t OR = plan::result_rank;
+      constexpr detail::einsum_equation eq = detail::equation_of<Subscripts>;
+      using result = sharded_array<
+          T, Mesh, typename plan::out_spec,
+          typename detail::einsum_out_extents<Subscripts, typename A::extents_type,
+                                              typename B::extents_type>::type,
+          typename plan::out_unreduced>;
+      detail::check_einsum_operands<Subscripts>(a, b);
+      std::vector<std::span<const T>> a_blocks(Mesh::size), b_blocks(Mesh::size);
+      for (std::size_t p = 0; p < Mesh::size; ++p) {
+        a_blocks[p] = a.local_data(p);
+        b_blocks[p] = b.local_data(p);
+      }
+      const shape<R> ag = detail::padded_shape<R>(a.extents());
+      const shape<R> bg = detail::padded_shape<R>(b.extents());
+      const shape<R> cg = detail::einsum_out_shape(eq, detail::einsum_shapes<R>{ag, bg, sizeof(T)});
+      shape<OR> c_global{};
+      for (std::size_t d = 0; d < OR; ++d) c_global[d] = cg[d];
+      return result(adopt_shards, a.device_mesh(), c_global,
+                    detail::run_einsum<T, Mesh, R>(eq, plan::choice, a.device_mesh(), a_blocks, ag,
+                                                   b_blocks, bg));
+    }
+  }
+}
+
+}  // namespace typeshard

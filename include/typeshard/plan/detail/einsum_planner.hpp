@@ -1,0 +1,536 @@
+// typeshard/plan/detail/einsum_planner.hpp: the choice of a sharded einsum's steps, as values.
+// Internal: do not rely on anything in detail/ (the public face is plan/einsum_plan.hpp).
+//
+// C[out letters] = sum over the other letters of A[lhs letters] * B[rhs letters]
+// (detail/einsum_subscripts.hpp names the letters' roles). DESIGN rule 2, per letter, with
+// the pieces of detail/matmul_planner.hpp (the reshard steps, their byte costs, the cost
+// order); matmul's planner is the same rules for one I, one J and one K letter.
+//
+// Every spec here is a spec_array<R>, R the plan rank (the largest rank of the operands and
+// the result): an operand of lower rank has trailing extent-1 unsharded dimensions, which
+// leave its row-major blocks as they are, so one step vocabulary and one executor serve
+// operands of different ranks, and each step's `dim` is the operand's own dimension.
+//
+// A plan is an `einsum_choice`: what each operand is resharded to (lhs_gemm, rhs_gemm),
+// what the local product reads (lhs_read, rhs_read: an operand holding all of a contracting
+// letter reads the other's block of it, a local slice), the local product's sharding
+// (local) and the axes it is a partial sum over (partial: every contracted or summed
+// letter's axes, and the operands' own unreduced axes), and the output. The local product
+// is a valid partial sum when the batch letters are sharded alike, each contracting letter
+// is read alike by both, no mesh axis appears twice in the local product and the partial
+// axes together, and an operand's unreduced axes shard nothing read.
+//
+// Which plan:
+//   no output spec, by rule (DESIGN rule 2):
+//     - a batch letter sharded differently in the two operands: an error (batch_specs_differ);
+//     - each contracting letter: sharded alike in both (or in neither): nothing moves, the
+//       result is unreduced over its axes; sharded in one only: that operand is gathered
+//       along it; over different axes: the cheaper gather (bytes per device) whose operand
+//       can read the other's blocks; on a tie rhs is gathered; if neither can, both are;
+//     - a summed letter (one operand only, not in the output) stays where it is, summed
+//       locally (the result unreduced over its axes), unless the other operand uses its
+//       axes: then its operand is gathered along it;
+//     - then two output letters on one mesh axis: an error (output_letters_share_axis).
+//   output spec named, by cost: for each operand every combination of, per dimension, kept,
+//   gathered or (output letters) moved to the output's sharding of it; candidates that
+//   cannot form the local product skipped; the fewest bytes received per device wins, then
+//   fewer flops, fewer collectives, then enumeration order (lhs outer, rhs inner; see
+//   operand_candidates). With batch_fixed (matmul), batch letters never move: sharded
+//   differently they are an error even with an output spec. The reduction of the
+//   partial sums is the reshard planner's (psum_scatter where the output shards a dimension
+//   over the axis reduced, else psum then slice), so reduce-scatter wins where it moves
+//   fewer bytes than all-reduce plus slice.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "../../core/layout.hpp"
+#include "../../core/mesh.hpp"
+#include "../../core/spec.hpp"
+#include "../reshard_plan.hpp"
+#include "../step.hpp"
+#include "einsum_subscripts.hpp"
+#include "matmul_planner.hpp"
+
+namespace typeshard::detail {
+
+enum class einsum_problem {
+  none,
+  batch_specs_differ,         // `letter`: sharded differently in lhs and rhs
+  output_letters_share_axis,  // `axis`: two output letters on one mesh axis, no output spec
+  unreduced_conflict,         // `axis`: one operand unreduced over an axis the other uses
+  too_many_partial_axes       // the product would be unreduced over more than 4 axes
+};
+
+template <std::size_t R>
+struct einsum_choice;
+
+// Sets every spec of a choice to none, entry by entry: g++ 12 rejects a spec_array left at
+// its default member initializer as a template argument (plan::out_spec's spec_from), so
+// every member is assigned before the choice becomes a constant.
+template <std::size_t R>
+constexpr void clear_specs(einsum_choice<R>& c);
+
+template <std::size_t R>
+struct einsum_choice {
+  einsum_problem problem = einsum_problem::none;
+  char problem_letter = 0;
+  axis_name problem_axis{};
+
+  spec_array<R> lhs{}, rhs{};                 // the operands as given
+  dim_spec lhs_unreduced{}, rhs_unreduced{};  // ... and the axes they are partial over
+  spec_array<R> lhs_gemm{}, rhs_gemm{};       // after their reshards
+  spec_array<R> lhs_read{}, rhs_read{};       // after the local slices: what the product reads
+  dim_spec partial{};                         // the local product is partial over these
+  spec_array<R> local{};                      // the local product's sharding (output order)
+  bool out_named = false;
+  spec_array<R> out{};
+  dim_spec out_unreduced{};
+};
+
+template <std::size_t R>
+constexpr void clear_specs(einsum_choice<R>& c) {
+  for (std::size_t d = 0; d < R; ++d)
+    c.lhs[d] = c.rhs[d] = c.lhs_gemm[d] = c.rhs_gemm[d] = c.lhs_read[d] = c.rhs_read[d] =
+        c.local[d] = c.out[d] = dim_spec{};
+}
+
+// Extents (padded to R with 1s) and the element size a cost is computed for.
+template <std::size_t R>
+struct einsum_shapes {
+  shape<R> lhs{}, rhs{};
+  std::size_t element_size = 4;
+};
+
+template <std::size_t R>
+constexpr shape<R> einsum_out_shape(const einsum_equation& eq, const einsum_shapes<R>& sh) {
+  shape<R> out{};
+  for (std::size_t d = 0; d < R; ++d) out[d] = 1;
+  for (std::size_t o = 0; o < eq.out_rank; ++o) {
+    const char c = eq.out[o];
+    out[o] = eq.in_lhs(c) ? sh.lhs[eq.lhs_dim(c)] : sh.rhs[eq.rhs_dim(c)];
+  }
+  return out;
+}
+
+constexpr bool append_axes(dim_spec& to, const dim_spec& from) {
+  for (std::size_t a = 0; a < from.count; ++a) {
+    if (to.count == dim_spec::max_axes) return false;
+    to.axes[to.count++] = from.axes[a];
+  }
+  return true;
+}
+
+constexpr bool axes_distinct(const dim_spec& d) {
+  for (std::size_t a = 0; a < d.count; ++a)
+    for (std::size_t b = a + 1; b < d.count; ++b)
+      if (d.axes[a] == d.axes[b]) return false;
+  return true;
+}
+
+// Given lhs_gemm and rhs_gemm: the reads, the local product and its partial axes; false if
+// this pair cannot form the local product (see the header comment).
+template <std::size_t R>
+constexpr bool complete_einsum_local(const einsum_equation& eq, einsum_choice<R>& c) {
+  c.lhs_read = c.lhs_gemm;
+  c.rhs_read = c.rhs_gemm;
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
+    const char x = eq.lhs[l];
+    const einsum_role role = eq.role(x);
+    if (role != einsum_role::batch && role != einsum_role::contracting) continue;
+    const std::size_t r = eq.rhs_dim(x);
+    const dim_spec& a = c.lhs_gemm[l];
+    const dim_spec& b = c.rhs_gemm[r];
+    if (a == b) continue;
+    if (role == einsum_role::batch) return false;
+    if (a.count == 0)
+      c.lhs_read[l] = b;  // lhs holds all of the letter: it reads rhs's block of it
+    else if (b.count == 0)
+      c.rhs_read[r] = a;
+    else
+      return false;
+  }
+  if (!no_axis_twice(c.lhs_read) || !no_axis_twice(c.rhs_read)) return false;
+  for (std::size_t d = 0; d < R; ++d) c.local[d] = dim_spec{};
+  for (std::size_t o = 0; o < eq.out_rank; ++o) {
+    const char x = eq.out[o];
+    c.local[o] = eq.in_lhs(x) ? c.lhs_read[eq.lhs_dim(x)] : c.rhs_read[eq.rhs_dim(x)];
+  }
+  dim_spec p;
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l)
+    if (!eq.in_out(eq.lhs[l]) && !append_axes(p, c.lhs_read[l])) return false;
+  for (std::size_t r = 0; r < eq.rhs_rank; ++r)
+    if (eq.role(eq.rhs[r]) == einsum_role::rhs_summed && !append_axes(p, c.rhs_read[r]))
+      return false;
+  dim_spec operands_u = c.lhs_unreduced;
+  if (!append_axes(operands_u, c.rhs_unreduced) || !append_axes(p, operands_u)) return false;
+  c.partial = p;
+  return axes_distinct(p) && uses_none_of(c.lhs_read, operands_u) &&
+         uses_none_of(c.rhs_read, operands_u) && no_axis_twice(c.local) &&
+         uses_none_of(c.local, p);
+}
+
+template <class Mesh, std::size_t R>
+constexpr step_list<R> einsum_lhs_steps(const einsum_choice<R>& c, const shape<R>& g) {
+  return reshard_steps<Mesh>(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, g);
+}
+template <class Mesh, std::size_t R>
+constexpr step_list<R> einsum_rhs_steps(const einsum_choice<R>& c, const shape<R>& g) {
+  return reshard_steps<Mesh>(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, g);
+}
+template <class Mesh, std::size_t R>
+constexpr step_list<R> einsum_out_steps(const einsum_choice<R>& c, const shape<R>& g) {
+  return reshard_steps<Mesh>(c.local, c.partial, c.out, dim_spec{}, g);
+}
+
+// The cost of a completed candidate (bytes received per device, local flops, collectives).
+template <class Mesh, std::size_t R>
+constexpr matmul_cost einsum_cost_of(const einsum_equation& eq, const einsum_choice<R>& c,
+                                     const einsum_shapes<R>& sh) {
+  matmul_cost cost;
+  add_reshard_cost<Mesh>(cost, c.lhs, einsum_lhs_steps<Mesh>(c, sh.lhs), sh.lhs, sh.element_size);
+  add_reshard_cost<Mesh>(cost, c.rhs, einsum_rhs_steps<Mesh>(c, sh.rhs), sh.rhs, sh.element_size);
+  const shape<R> out = einsum_out_shape(eq, sh);
+  if (c.out_named)
+    add_reshard_cost<Mesh>(cost, c.local, einsum_out_steps<Mesh>(c, out), out, sh.element_size);
+  double contracted = 1;
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l)
+    if (!eq.in_out(eq.lhs[l]))
+      contracted *= static_cast<double>(block_extent(sh.lhs[l], shards_of<Mesh>(c.lhs_read[l])));
+  for (std::size_t r = 0; r < eq.rhs_rank; ++r)
+    if (eq.role(eq.rhs[r]) == einsum_role::rhs_summed)
+      contracted *= static_cast<double>(block_extent(sh.rhs[r], shards_of<Mesh>(c.rhs_read[r])));
+  cost.flops = 2 * block_elements<Mesh>(c.local, out) * contracted;
+  return cost;
+}
+
+// No output spec: DESIGN rule 2 per letter (see the header comment).
+template <class Mesh, std::size_t R>
+constexpr einsum_choice<R> plan_einsum_by_rule(const einsum_equation& eq, einsum_choice<R> c,
+                                               const einsum_shapes<R>& sh) {
+  c.lhs_gemm = c.lhs;
+  c.rhs_gemm = c.rhs;
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
+    const char x = eq.lhs[l];
+    if (eq.role(x) != einsum_role::contracting) continue;
+    const std::size_t r = eq.rhs_dim(x);
+    const dim_spec a = c.lhs_gemm[l];
+    const dim_spec b = c.rhs_gemm[r];
+    if (a == b) continue;
+    if (b.count == 0) {
+      c.lhs_gemm[l] = dim_spec{};
+    } else if (a.count == 0) {
+      c.rhs_gemm[r] = dim_spec{};
+    } else {
+      spec_array<R> lg = c.lhs_gemm, rg = c.rhs_gemm;
+      lg[l] = dim_spec{};
+      rg[r] = dim_spec{};
+      const bool can_lhs = uses_none_of(lg, b);  // then lhs reads rhs's blocks
+      const bool can_rhs = uses_none_of(rg, a);
+      const double lb = gather_j_bytes<Mesh>(c.lhs_gemm, l, sh.lhs, sh.element_size);
+      const double rb = gather_j_bytes<Mesh>(c.rhs_gemm, r, sh.rhs, sh.element_size);
+      if (can_lhs && (!can_rhs || lb < rb)) {
+        c.lhs_gemm = lg;
+      } else if (can_rhs) {
+        c.rhs_gemm = rg;
+      } else {
+        c.lhs_gemm = lg;
+        c.rhs_gemm = rg;
+      }
+    }
+  }
+  // Summed letters whose axes the other operand uses are gathered.
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l)
+    if (eq.role(eq.lhs[l]) == einsum_role::lhs_summed && !uses_none_of(c.rhs_gemm, c.lhs_gemm[l]))
+      c.lhs_gemm[l] = dim_spec{};
+  for (std::size_t r = 0; r < eq.rhs_rank; ++r)
+    if (eq.role(eq.rhs[r]) == einsum_role::rhs_summed && !uses_none_of(c.lhs_gemm, c.rhs_gemm[r]))
+      c.rhs_gemm[r] = dim_spec{};
+  // Two output letters on one axis (only a lhs-free and a rhs-free letter can be).
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
+    if (eq.role(eq.lhs[l]) != einsum_role::lhs_free) continue;
+    for (std::size_t r = 0; r < eq.rhs_rank; ++r) {
+      if (eq.role(eq.rhs[r]) != einsum_role::rhs_free) continue;
+      const axis_name clash = shared_axis(c.lhs_gemm[l], c.rhs_gemm[r]);
+      if (!clash.empty()) {
+        c.problem = einsum_problem::output_letters_share_axis;
+        c.problem_axis = clash;
+        c.problem_letter = eq.lhs[l];
+        return c;
+      }
+    }
+  }
+  if (!complete_einsum_local(eq, c)) {
+    c.problem = einsum_problem::too_many_partial_axes;
+    return c;
+  }
+  c.out = c.local;
+  c.out_unreduced = c.partial;
+  return c;
+}
+
+// The options of one dimension before the product. An output letter: 0 kept, 1 moved to the
+// output's sharding of it, 2 gathered; a contracted or summed letter: 0 kept, 1 gathered.
+// False when the option is the same as a lower one (or not an option: `fixed` dimensions,
+// matmul's batch dimensions, are only kept).
+template <std::size_t R>
+constexpr bool option_of(const einsum_equation& eq, char letter, const dim_spec& given,
+                         const spec_array<R>& out, bool fixed, int option, dim_spec& result) {
+  if (option == 0) {
+    result = given;
+    return true;
+  }
+  if (fixed) return false;
+  if (!eq.in_out(letter)) {
+    result = dim_spec{};
+    return option == 1 && given.count != 0;
+  }
+  if (option == 1) {
+    result = out[eq.out_dim(letter)];
+    return result.count != 0 && !(result == given);
+  }
+  result = dim_spec{};
+  return given.count != 0;
+}
+
+// One operand's candidate shardings, walked as an odometer over its dimensions' options:
+// the contracted letters' dimensions turn slowest, then the output letters', each in the
+// operand's order (for a matmul operand: J kept, then gathered; within each, the free
+// dimension kept, moved, gathered: matmul's historical order).
+template <std::size_t R>
+struct operand_candidates {
+  const einsum_equation* eq = nullptr;
+  const char* letters = nullptr;
+  std::size_t rank = 0;
+  std::array<std::size_t, R> order{};  // dimensions, slowest first
+  std::array<int, R> digits{};
+  std::array<bool, R> fixed{};
+
+  constexpr operand_candidates(const einsum_equation& e, const char* l, std::size_t n,
+                               bool batch_fixed)
+      : eq(&e), letters(l), rank(n) {
+    std::size_t k = 0;
+    for (std::size_t d = 0; d < n; ++d)
+      if (!e.in_out(l[d])) order[k++] = d;
+    for (std::size_t d = 0; d < n; ++d)
+      if (e.in_out(l[d])) order[k++] = d;
+    for (std::size_t d = 0; d < n; ++d)
+      fixed[d] = batch_fixed && e.role(l[d]) == einsum_role::batch;
+  }
+
+  // The next valid candidate after the current digits into `result`; false when exhausted.
+  constexpr bool next(const spec_array<R>& given, const spec_array<R>& out, spec_array<R>& result) {
+    while (true) {
+      std::size_t k = rank;
+      while (k-- > 0) {
+        if (++digits[order[k]] <= 2) break;
+        digits[order[k]] = 0;
+        if (k == 0) return false;
+      }
+      bool ok = true;
+      for (std::size_t d = 0; d < rank && ok; ++d)
+        ok = option_of<R>(*eq, letters[d], given[d], out, fixed[d], digits[d], result[d]);
+      if (ok && no_axis_twice(result)) return true;
+    }
+  }
+};
+
+// Output spec named: the cheapest candidate (see the header comment).
+template <class Mesh, std::size_t R>
+constexpr einsum_choice<R> plan_einsum_by_cost(const einsum_equation& eq,
+                                               const einsum_choice<R>& given,
+                                               const spec_array<R>& out,
+                                               const einsum_shapes<R>& sh, bool batch_fixed) {
+  einsum_choice<R> best = given;
+  matmul_cost best_cost;
+  bool found = false;
+  operand_candidates<R> lc(eq, eq.lhs.data(), eq.lhs_rank, batch_fixed);
+  spec_array<R> ls = given.lhs;
+  bool lhs_more = true;
+  while (lhs_more) {
+    operand_candidates<R> rc(eq, eq.rhs.data(), eq.rhs_rank, batch_fixed);
+    spec_array<R> rs = given.rhs;
+    bool rhs_more = true;
+    while (rhs_more) {
+      einsum_choice<R> c = given;
+      c.lhs_gemm = ls;
+      c.rhs_gemm = rs;
+      c.out = out;
+      if (complete_einsum_local(eq, c)) {
+        const matmul_cost cost = einsum_cost_of<Mesh>(eq, c, sh);
+        if (!found || cost < best_cost) {
+          best = c;
+          best_cost = cost;
+          found = true;
+        }
+      }
+      rhs_more = rc.next(given.rhs, out, rs);
+    }
+    lhs_more = lc.next(given.lhs, out, ls);
+  }
+  // Gathering every dimension always forms the product (unless the partial axes outnumber 4).
+  if (!found) best.problem = einsum_problem::too_many_partial_axes;
+  return best;
+}
+
+// The plan of an einsum on Mesh: by rule without an output spec, by cost with one (`out`
+// ignored unless out_named).
+template <class Mesh, std::size_t R>
+constexpr einsum_choice<R> plan_einsum(const einsum_equation& eq, const spec_array<R>& lhs,
+                                       const spec_array<R>& rhs, bool out_named,
+                                       const spec_array<R>& out, const einsum_shapes<R>& sh,
+                                       const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {},
+                                       bool batch_fixed = false) {
+  einsum_choice<R> c;
+  clear_specs(c);
+  c.lhs = c.lhs_gemm = c.lhs_read = lhs;
+  c.rhs = c.rhs_gemm = c.rhs_read = rhs;
+  c.lhs_unreduced = lhs_u;
+  c.rhs_unreduced = rhs_u;
+  c.out_named = out_named;
+  if (!out_named || batch_fixed) {
+    for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
+      const char x = eq.lhs[l];
+      if (eq.role(x) == einsum_role::batch && !(lhs[l] == rhs[eq.rhs_dim(x)])) {
+        c.problem = einsum_problem::batch_specs_differ;
+        c.problem_letter = x;
+        return c;
+      }
+    }
+  }
+  axis_name clash = unreduced_clash(lhs_u, rhs, rhs_u);
+  if (clash.empty()) clash = unreduced_clash(rhs_u, lhs, lhs_u);
+  if (!clash.empty()) {
+    c.problem = einsum_problem::unreduced_conflict;
+    c.problem_axis = clash;
+    return c;
+  }
+  if (out_named) return plan_einsum_by_cost<Mesh>(eq, c, out, sh, batch_fixed);
+  return plan_einsum_by_rule<Mesh>(eq, c, sh);
+}
+
+inline constexpr std::size_t max_einsum_steps = 3 * max_reshard_steps + 2 * max_einsum_rank + 1;
+
+template <std::size_t R>
+using einsum_step_list = step_array<R, max_einsum_steps>;
+
+// The steps of a choice for shapes `sh`: what einsum_plan::steps lists and ts::einsum runs.
+template <class Mesh, std::size_t R>
+constexpr einsum_step_list<R> einsum_steps_of(const einsum_equation& eq, const einsum_choice<R>& c,
+                                              const einsum_shapes<R>& sh) {
+  einsum_step_list<R> out;
+  append_reshard(out, step_operand::lhs, c.lhs, einsum_lhs_steps<Mesh>(c, sh.lhs));
+  append_reshard(out, step_operand::rhs, c.rhs, einsum_rhs_steps<Mesh>(c, sh.rhs));
+  spec_array<R> cur = c.lhs_gemm;
+  for (std::size_t d = 0; d < R; ++d)
+    if (!(c.lhs_read[d] == cur[d])) {
+      cur[d] = c.lhs_read[d];
+      out.push(step<R>{step_kind::slice, step_operand::lhs, d, d, c.lhs_read[d], cur,
+                       c.lhs_unreduced});
+    }
+  cur = c.rhs_gemm;
+  for (std::size_t d = 0; d < R; ++d)
+    if (!(c.rhs_read[d] == cur[d])) {
+      cur[d] = c.rhs_read[d];
+      out.push(step<R>{step_kind::slice, step_operand::rhs, d, d, c.rhs_read[d], cur,
+                       c.rhs_unreduced});
+    }
+  out.push(step<R>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local, c.partial});
+  if (c.out_named)
+    append_reshard(out, step_operand::out, c.local,
+                   einsum_out_steps<Mesh>(c, einsum_out_shape(eq, sh)));
+  return out;
+}
+
+// The shapes a compile-time plan is costed for: the static extents when all are static,
+// else every extent 4096 (matmul's documented rule for dynamic extents).
+template <class LE, class RE, std::size_t R>
+constexpr einsum_shapes<R> nominal_einsum_shapes(std::size_t element_size) {
+  einsum_shapes<R> sh;
+  sh.element_size = element_size;
+  constexpr bool all_static = LE::all_static && RE::all_static;
+  for (std::size_t d = 0; d < R; ++d) {
+    sh.lhs[d] = d < LE::rank ? (all_static ? LE::static_extents[d] : 4096) : 1;
+    sh.rhs[d] = d < RE::rank ? (all_static ? RE::static_extents[d] : 4096) : 1;
+  }
+  return sh;
+}
+
+}  // namespace typeshard::detail
+
+namespace typeshard::detail {
+
+// ---- matmul, the special case "...ij,...jk->...ik" ---------------------------------------
+
+// The equation of a rank-R matmul: batch letters a, b, ..., then i, j, k.
+template <std::size_t R>
+constexpr einsum_equation matmul_equation() {
+  static_assert(R >= 2 && R <= max_einsum_rank);
+  einsum_equation e;
+  e.lhs_rank = e.rhs_rank = e.out_rank = R;
+  for (std::size_t d = 0; d + 2 < R; ++d) e.lhs[d] = e.rhs[d] = e.out[d] = static_cast<char>('a' + d);
+  e.lhs[R - 2] = e.out[R - 2] = 'i';
+  e.lhs[R - 1] = e.rhs[R - 2] = 'j';
+  e.rhs[R - 1] = e.out[R - 1] = 'k';
+  return e;
+}
+
+// A matmul choice from the einsum planner's: the same plan in matmul's terms (the operand
+// that holds all of J reads the other's block of it: slice_lhs / slice_rhs).
+template <std::size_t R>
+constexpr matmul_choice<R> matmul_choice_of(const einsum_choice<R>& e) {
+  using D = matmul_dims<R>;
+  matmul_choice<R> c;
+  c.lhs = e.lhs;
+  c.rhs = e.rhs;
+  c.lhs_unreduced = e.lhs_unreduced;
+  c.rhs_unreduced = e.rhs_unreduced;
+  c.lhs_gemm = e.lhs_gemm;
+  c.rhs_gemm = e.rhs_gemm;
+  c.out_named = e.out_named;
+  switch (e.problem) {
+    case einsum_problem::none: break;
+    case einsum_problem::batch_specs_differ:
+      c.problem = matmul_problem::batch_specs_differ;
+      c.problem_dim = static_cast<std::size_t>(e.problem_letter - 'a');
+      break;
+    case einsum_problem::output_letters_share_axis:
+      c.problem = matmul_problem::free_dims_share_axis;
+      break;
+    case einsum_problem::unreduced_conflict: c.problem = matmul_problem::unreduced_conflict; break;
+    case einsum_problem::too_many_partial_axes:
+      c.problem = matmul_problem::too_many_partial_axes;
+      break;
+  }
+  c.problem_axis = e.problem_axis;
+  if (c.problem != matmul_problem::none) {
+    c.local = c.out = e.lhs;  // placeholders: the plan's types stay well-formed
+    return c;
+  }
+  c.contract = e.lhs_read[D::lhs_j];
+  c.slice_lhs = !(e.lhs_read[D::lhs_j] == e.lhs_gemm[D::lhs_j]);
+  c.slice_rhs = !(e.rhs_read[D::rhs_j] == e.rhs_gemm[D::rhs_j]);
+  c.partial = e.partial;
+  c.local = e.local;
+  c.out = e.out;
+  c.out_unreduced = e.out_unreduced;
+  return c;
+}
+
+// The plan for lhs . rhs on Mesh: the einsum planner on "...ij,...jk->...ik", batch
+// dimensions fixed (they must be sharded alike, output spec or not). `out` is ignored
+// unless out_named. lhs_u / rhs_u: the axes an operand is a partial sum over (rule 3 allows
+// matmul on partial sums: it is linear in each operand), which the other operand must
+// neither shard nor be partial over.
+template <class Mesh, std::size_t Rank>
+constexpr matmul_choice<Rank> plan_matmul(const spec_array<Rank>& lhs, const spec_array<Rank>& rhs,
+                                          bool out_named, const spec_array<Rank>& out,
+                                          const matmul_shapes<Rank>& sh,
+                                          const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {}) {
+  return matmul_choice_of(plan_einsum<Mesh, Rank>(matmul_equation<Rank>(), lhs, rhs, out_named, out,
+                                                  einsum_shapes<Rank>{sh.lhs, sh.rhs, sh.element_size},
+                                                  lhs_u, rhs_u, true));
+}
+
+}  // namespace typeshard::detail

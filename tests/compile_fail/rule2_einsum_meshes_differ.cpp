@@ -1,0 +1,22 @@
+// expect: typeshard: rule 2 \(einsum\): the operands live on different mesh types
+// lhs on the (x, y) mesh, rhs on the (data, model) mesh.
+#include <typeshard/typeshard.hpp>
+
+namespace ts = typeshard;
+using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
+using mesh_dm = ts::mesh<ts::axis("data", 2), ts::axis("model", 2)>;
+
+void f(const ts::device_mesh<mesh_2x2>& m, const ts::device_mesh<mesh_dm>& dm,
+       const ts::host_tensor<float, 2>& host, const ts::host_tensor<double, 2>& host_d,
+       const ts::host_tensor<int, 2>& host_i) {
+  (void)m; (void)dm; (void)host; (void)host_d; (void)host_i;
+  auto A = ts::device_put<ts::spec<"x", ts::none>>(m, host);
+#ifdef TYPESHARD_COMPILE_FAIL
+  auto B = ts::device_put<ts::spec<ts::none, "model">>(dm, host);
+  auto C = ts::einsum<"ij,jk->ik">(A, B);
+#else
+  auto B = ts::device_put<ts::spec<ts::none, "y">>(m, host);
+  auto C = ts::einsum<"ij,jk->ik">(A, B);
+#endif
+  (void)C;
+}

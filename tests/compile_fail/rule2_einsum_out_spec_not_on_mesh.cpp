@@ -1,0 +1,21 @@
+// expect: typeshard: rule 2 \(einsum\): the output spec names an axis the operands' mesh
+// An output spec written for the (data, model) mesh, the operands on (x, y).
+#include <typeshard/typeshard.hpp>
+
+namespace ts = typeshard;
+using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
+using mesh_dm = ts::mesh<ts::axis("data", 2), ts::axis("model", 2)>;
+
+void f(const ts::device_mesh<mesh_2x2>& m, const ts::device_mesh<mesh_dm>& dm,
+       const ts::host_tensor<float, 2>& host, const ts::host_tensor<double, 2>& host_d,
+       const ts::host_tensor<int, 2>& host_i) {
+  (void)m; (void)dm; (void)host; (void)host_d; (void)host_i;
+  auto A = ts::device_put<ts::spec<"x", ts::none>>(m, host);
+  auto B = ts::device_put<ts::spec<ts::none, "y">>(m, host);
+#ifdef TYPESHARD_COMPILE_FAIL
+  auto C = ts::einsum<"ij,jk->ik", ts::spec<"data", ts::none>>(A, B);
+#else
+  auto C = ts::einsum<"ij,jk->ik", ts::spec<"x", ts::none>>(A, B);
+#endif
+  (void)C;
+}

@@ -1,0 +1,116 @@
+// einsum_plan: DESIGN rule 2 per letter, checked with static_assert only.
+//
+// The transformer's products ("bsd,df->bsf", "bhqd,bhkd->bhqk"), each case of the rule
+// (contracting letter sharded alike: unreduced; in one operand: gathered; over different
+// axes: the cheaper gathered), named output specs (reduce-scatter where cheaper than
+// all-reduce plus slice), summed letters, an empty output, the matmul special case agreeing
+// with matmul_plan, and einsum_valid / matmul_valid answering without a diagnostic.
+#include <typeshard/plan/einsum_plan.hpp>
+#include <typeshard/plan/matmul_plan.hpp>
+
+#include <type_traits>
+
+namespace {
+
+namespace ts = typeshard;
+using ts::none;
+using kind = ts::step_kind;
+using op = ts::step_operand;
+
+using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
+using mesh_dm = ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>;
+
+template <class Plan, class Out, class Unreduced = ts::unreduced<>>
+constexpr bool gives = Plan::valid && std::is_same_v<typename Plan::out_spec, Out> &&
+                       std::is_same_v<typename Plan::out_unreduced, Unreduced>;
+
+// ---- a transformer's products ----------------------------------------------------------
+// [B, S, D] x [D, F] with the batch over data and F over model (Megatron's first layer):
+// no communication, the result [B_data, S, F_model].
+using mlp1 = ts::einsum_plan<"bsd,df->bsf", mesh_dm, ts::spec<"data", none, none>,
+                             ts::spec<none, "model">>;
+static_assert(gives<mlp1, ts::spec<"data", none, "model">>);
+static_assert(ts::communication_free<mlp1>);
+static_assert(mlp1::steps.size() == 1 && mlp1::steps[0].kind == kind::local_gemm);
+// The second layer, D over model in both: local products, unreduced over model...
+using mlp2 = ts::einsum_plan<"bsf,fd->bsd", mesh_dm, ts::spec<"data", none, "model">,
+                             ts::spec<"model", none>>;
+static_assert(gives<mlp2, ts::spec<"data", none, none>, ts::unreduced<"model">>);
+static_assert(ts::communication_free<mlp2>);
+// ... or reduced as named: psum for a replicated output.
+using mlp2r = ts::einsum_plan<"bsf,fd->bsd", mesh_dm, ts::spec<"data", none, "model">,
+                              ts::spec<"model", none>, ts::spec<"data", none, none>,
+                              ts::extents<8, 16, 32>, ts::extents<32, 16>>;
+static_assert(gives<mlp2r, ts::spec<"data", none, none>>);
+static_assert(mlp2r::steps.size() == 2 && mlp2r::steps[1].kind == kind::psum &&
+              mlp2r::steps[1].operand == op::out);
+// Sequence-parallel output (S over model): a reduce-scatter, cheaper than psum + slice.
+using mlp2s = ts::einsum_plan<"bsf,fd->bsd", mesh_dm, ts::spec<"data", none, "model">,
+                              ts::spec<"model", none>, ts::spec<"data", "model", none>,
+                              ts::extents<8, 16, 32>, ts::extents<32, 16>>;
+static_assert(gives<mlp2s, ts::spec<"data", "model", none>>);
+static_assert(mlp2s::steps.size() == 2 && mlp2s::steps[1].kind == kind::psum_scatter &&
+              mlp2s::steps[1].dim == 1);
+static_assert(mlp2s::bytes_per_device < mlp2r::bytes_per_device);
+
+// Attention scores, batch and heads sharded alike: no communication.
+using scores = ts::einsum_plan<"bhqd,bhkd->bhqk", mesh_2x2, ts::spec<"x", "y", none, none>,
+                               ts::spec<"x", "y", none, none>>;
+static_assert(gives<scores, ts::spec<"x", "y", none, none>>);
+static_assert(ts::communication_free<scores>);
+
+// ---- the cases of rule 2, per letter ----------------------------------------------------
+// A contracting letter sharded in one operand only: that operand is gathered along it.
+using one_side = ts::einsum_plan<"bsd,df->bsf", mesh_2x2, ts::spec<none, none, "x">,
+                                 ts::spec<none, none>>;
+static_assert(gives<one_side, ts::spec<none, none, none>>);
+static_assert(one_side::steps[0].kind == kind::all_gather && one_side::steps[0].operand == op::lhs &&
+              one_side::steps[0].dim == 2);
+// Over different axes: one is gathered and reads the other's blocks; unreduced over those.
+using different = ts::einsum_plan<"ij,jk->ik", mesh_2x2, ts::spec<none, "x">, ts::spec<"y", none>,
+                                  ts::auto_out, ts::extents<4, 8>, ts::extents<8, 4>>;
+static_assert(different::valid && different::collectives == 1);
+static_assert(different::steps[1].kind == kind::slice);
+// Two output letters on one axis without an output spec is an error (the unit test
+// einsum_api checks einsum_valid says so without firing it); naming the output spec picks
+// one all_gather, of the operand whose letter loses the axis.
+using clash = ts::einsum_plan<"bsd,df->bsf", mesh_dm, ts::spec<none, "model", none>,
+                              ts::spec<none, "model">, ts::spec<none, "model", none>,
+                              ts::extents<2, 8, 8>, ts::extents<8, 8>>;
+static_assert(gives<clash, ts::spec<none, "model", none>> && clash::collectives == 1 &&
+              clash::steps[0].kind == kind::all_gather && clash::steps[0].operand == op::rhs);
+
+// A summed letter (lhs only, not in the output) sharded: summed locally, unreduced over x.
+using summed = ts::einsum_plan<"ij,jk->k", mesh_2x2, ts::spec<"x", none>, ts::spec<none, "y">>;
+static_assert(gives<summed, ts::spec<"y">, ts::unreduced<"x">>);
+static_assert(ts::communication_free<summed>);
+// An empty output ("i,i->", a dot product): a rank-1 result of extent 1.
+using dot = ts::einsum_plan<"i,i->", mesh_2x2, ts::spec<"x">, ts::spec<"x">>;
+static_assert(dot::result_rank == 1 && gives<dot, ts::spec<none>, ts::unreduced<"x">>);
+using dot_r = ts::einsum_plan<"i,i->", mesh_2x2, ts::spec<"x">, ts::spec<"x">, ts::spec<none>>;
+static_assert(gives<dot_r, ts::spec<none>> && dot_r::collectives == 1);
+// Outer product: free letters on different axes.
+static_assert(gives<ts::einsum_plan<"i,j->ij", mesh_2x2, ts::spec<"x">, ts::spec<"y">>,
+                    ts::spec<"x", "y">>);
+
+// ---- the matmul special case: the plans matmul_plan makes ------------------------------
+template <class E, class M>
+constexpr bool same_plan = std::is_same_v<typename E::out_spec, typename M::out_spec> &&
+                           std::is_same_v<typename E::out_unreduced, typename M::out_unreduced> &&
+                           E::steps.size() == M::steps.size() &&
+                           E::bytes_per_device == M::bytes_per_device;
+using e4 = ts::extents<4, 4>;
+static_assert(same_plan<ts::einsum_plan<"ij,jk->ik", mesh_2x2, ts::spec<none, "x">, ts::spec<"x", none>,
+                                        ts::spec<"x", none>, e4, e4>,
+                        ts::matmul_plan<mesh_2x2, ts::spec<none, "x">, ts::spec<"x", none>,
+                                        ts::spec<"x", none>, e4>>);
+static_assert(same_plan<ts::einsum_plan<"ij,jk->ik", mesh_2x2, ts::spec<"x", "y">, ts::spec<"y", none>,
+                                        ts::auto_out, e4, e4>,
+                        ts::matmul_plan<mesh_2x2, ts::spec<"x", "y">, ts::spec<"y", none>,
+                                        ts::auto_out, e4>>);
+static_assert(same_plan<ts::einsum_plan<"ij,jk->ik", mesh_dm, ts::spec<"model", none>,
+                                        ts::spec<none, "model">, ts::spec<"model", none>, e4, e4>,
+                        ts::matmul_plan<mesh_dm, ts::spec<"model", none>, ts::spec<none, "model">,
+                                        ts::spec<"model", none>, e4>>);
+
+}  // namespace
