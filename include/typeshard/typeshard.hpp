@@ -18,6 +18,8 @@
 #include "core/layout.hpp"
 #include "ops/matmul.hpp"
 #include "plan/matmul_plan.hpp"
+#include "ops/reduce.hpp"
+#include "plan/reduce_plan.hpp"
 #include "core/mesh.hpp"
 #include "ops/reshard.hpp"
 #include "plan/reshard_plan.hpp"
