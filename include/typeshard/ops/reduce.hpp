@@ -164,8 +164,14 @@ template <reduction Op, class OutSpec, bool KeepDims, int... Dims, class A>
 auto reduce(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = reduce_plan_with<Op, arr, OutSpec, KeepDims, Dims...>;
+  using result = sharded_array<typename arr::value_type, typename arr::mesh_type,
+                               typename plan::out_spec, typename plan::out_extents,
+                               typename plan::out_unreduced>;
   if constexpr (!plan::valid)
-    return a;  // the plan's diagnostic fired; stop here so nothing cascades
+    // The plan's diagnostic fired: a value of the type the caller expects (never run), so
+    // the code around the call compiles on and the user sees one message.
+    return result(adopt_shards, a.device_mesh(), shape<plan::out_rank>{},
+                  std::shared_ptr<const std::vector<buffer<typename arr::value_type>>>{});
   else
     return run_reduce<plan>(a);
 }

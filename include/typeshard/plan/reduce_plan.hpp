@@ -105,7 +105,7 @@ constexpr reduce_dims_problem find_reduce_dims_problem() {
   return {};
 }
 
-// The reduced dimensions as a mask (no Dims: every dimension); valid Dims only.
+// The reduced dimensions as a mask (no Dims: every dimension).
 template <std::size_t Rank, int... Dims>
 constexpr std::array<bool, Rank> reduced_mask() {
   std::array<bool, Rank> m{};
@@ -114,7 +114,17 @@ constexpr std::array<bool, Rank> reduced_mask() {
   } else {
     for (const int d : std::array<int, sizeof...(Dims)>{Dims...}) {
       const long long i = d < 0 ? d + static_cast<long long>(Rank) : d;
-      if (i >= 0 && i < static_cast<long long>(Rank)) m[static_cast<std::size_t>(i)] = true;
+      if (i >= 0 && i < static_cast<long long>(Rank)) {
+        m[static_cast<std::size_t>(i)] = true;
+      } else {
+        // Out of range (rule 7 fired): mark the last dimension not yet marked, so the
+        // result still has the rank the caller expects and nothing else fails.
+        for (std::size_t k = Rank; k-- > 0;)
+          if (!m[k]) {
+            m[k] = true;
+            break;
+          }
+      }
     }
   }
   return m;
@@ -171,10 +181,8 @@ constexpr spec_array<Rank> without_reduced(spec_array<Rank> s, const std::array<
   return s;
 }
 
-// The spec type whose entries are a value's, and the unreduced type over a list of axes
+// The unreduced type over a list of axes
 // (functions for decltype: clang 14 crashes on `List.count` in a default template argument).
-template <auto Array, std::size_t... I>
-spec<Array[I]...> reduce_spec_from(std::index_sequence<I...>);
 template <dim_spec List, std::size_t... I>
 unreduced<List.axes[I]...> reduce_unreduced_from(std::index_sequence<I...>);
 
@@ -271,6 +279,38 @@ constexpr std::size_t count_collectives(const std::array<step<Rank>, N>& steps) 
   return n;
 }
 
+// The spec types of a plan, entry by entry from fresh values: spec<entry(I)...> rather than
+// spec<Array[I]...> of a constexpr member, which g++ 12 fails to substitute for some values
+// (multi-axis entries copied out of a constexpr object, as detail/matmul_planner.hpp notes).
+template <class InSpec, std::size_t Rank, class OutSpec, bool Named, bool Keep, int... Dims>
+struct reduce_spec_types {
+  static constexpr std::size_t out_rank =
+      kept_dims_of<Rank>(reduced_mask<Rank, Dims...>(), Keep).count;
+  static constexpr dim_spec local_entry(std::size_t d) {
+    return reduced_mask<Rank, Dims...>()[d] ? dim_spec{} : InSpec::dim(d);
+  }
+  static constexpr dim_spec target_entry(std::size_t d) {
+    if constexpr (Named) {
+      return spread_out_spec<OutSpec, Rank, out_rank>(
+          kept_dims_of<Rank>(reduced_mask<Rank, Dims...>(), Keep))[d];
+    } else {
+      return local_entry(d);
+    }
+  }
+  static constexpr dim_spec out_entry(std::size_t j) {
+    return target_entry(kept_dims_of<Rank>(reduced_mask<Rank, Dims...>(), Keep).dims[j]);
+  }
+  template <std::size_t... I>
+  static spec<local_entry(I)...> local_of(std::index_sequence<I...>);
+  template <std::size_t... I>
+  static spec<target_entry(I)...> target_of(std::index_sequence<I...>);
+  template <std::size_t... I>
+  static spec<out_entry(I)...> out_of(std::index_sequence<I...>);
+  using local_type = decltype(local_of(std::make_index_sequence<Rank>{}));
+  using target_type = decltype(target_of(std::make_index_sequence<Rank>{}));
+  using out_type = decltype(out_of(std::make_index_sequence<out_rank>{}));
+};
+
 }  // namespace detail
 
 template <reduction Op, mesh_type Mesh, spec_type Spec, extents_type Extents, class T = float,
@@ -299,37 +339,26 @@ struct reduce_plan {
   static constexpr detail::spec_array<rank> in_ = detail::spec_array_of<in_spec, rank>();
   static constexpr detail::step_array<rank, 2> prefix_ =
       detail::reduce_prefix(Op, in_, reduced, detail::unreduced_list<Unreduced>());
-  static constexpr detail::spec_array<rank> local_ = detail::without_reduced(in_, reduced);
   static constexpr dim_spec after_prefix_ = prefix_.steps[prefix_.count - 1].unreduced_after;
-  static constexpr detail::spec_array<rank> target_ = [] {
-    if constexpr (out_named && valid)
-      return detail::spread_out_spec<OutSpec, rank, out_rank>(kept);
-    else
-      return local_;
-  }();
+  using spec_types = detail::reduce_spec_types<in_spec, rank, OutSpec, out_named && valid,
+                                               KeepDims, Dims...>;
 
  public:
   // The mesh axes of the reduced dimensions: the local results are partial over them.
   static constexpr dim_spec partial_axes = detail::partial_axes_of(in_, reduced);
 
   // The sharding after the local reduction, at the input's rank (reduced dimensions none).
-  using local_spec = decltype(detail::reduce_spec_from<local_>(std::make_index_sequence<rank>{}));
+  using local_spec = typename spec_types::local_type;
   // The result at the input's rank (reduced dimensions extent 1), before dropping them.
   using keep_extents = typename detail::reduce_extents<Extents, KeepDims, Dims...>::keep_type;
-  using keep_spec = decltype(detail::reduce_spec_from<target_>(std::make_index_sequence<rank>{}));
+  using keep_spec = typename spec_types::target_type;
   using keep_unreduced = std::conditional_t<
       out_named, unreduced<>,
       decltype(detail::reduce_unreduced_from<after_prefix_>(
           std::make_index_sequence<after_prefix_.count>{}))>;
 
   // The result's type: out_spec, out_unreduced, out_extents (rank out_rank).
-  static constexpr detail::spec_array<out_rank> out_entries = [] {
-    detail::spec_array<out_rank> s{};
-    for (std::size_t j = 0; j < out_rank; ++j) s[j] = target_[kept.dims[j]];
-    return s;
-  }();
-  using out_spec =
-      decltype(detail::reduce_spec_from<out_entries>(std::make_index_sequence<out_rank>{}));
+  using out_spec = typename spec_types::out_type;
   using out_unreduced = keep_unreduced;
   using out_extents = typename detail::reduce_extents<Extents, KeepDims, Dims...>::out_type;
 
