@@ -81,7 +81,7 @@ void compare(const std::vector<double>& got, const std::vector<double>& want) {
 }
 
 template <std::size_t Rank>
-ts::host_tensor<double, Rank> random_data(std::mt19937_64& rng, const ts::shape<Rank>& s) {
+ts::host_tensor<double, Rank> small_ints(std::mt19937_64& rng, const ts::shape<Rank>& s) {
   ts::host_tensor<double, Rank> t(s);
   std::uniform_int_distribution<int> v(-8, 8);
   for (double& e : t.values()) e = v(rng);
@@ -145,7 +145,7 @@ void check_spec_case(const ts::device_mesh<Mesh>& m, std::mt19937_64& rng) {
   for (const ts::shape<Rank>& s : shapes) {
     INFO("mesh " << Mesh::to_string() << " spec " << Spec::to_string() << " shape "
                  << ts::to_string(s) << " dimension set " << Set);
-    const ts::host_tensor<double, Rank> host = random_data(rng, s);
+    const ts::host_tensor<double, Rank> host = small_ints(rng, s);
     const auto x = ts::device_put<Spec>(m, host);
     using X = std::remove_cvref_t<decltype(x)>;
     with_dims<Rank, Set>([&]<int... Dims>() {
@@ -199,4 +199,70 @@ TEST_CASE("every reduction agrees with a serial loop, every spec of ranks 1 to 3
   check_mesh_rank<mesh_2x4, 1>(devices, rng);
   check_mesh_rank<mesh_2x4, 2>(devices, rng);
   check_mesh_rank<mesh_2x4, 3, 2>(devices, rng);  // 10 of its 19 specs
+}
+
+TEST_CASE("reductions: keep_dims, a named output spec, static extents, unreduced inputs",
+          "[reduce]") {
+  INFO(ts_test::seed_message());
+  std::mt19937_64 rng(ts_test::seed());
+  ts::cpu_devices devices{8};
+  const ts::device_mesh<mesh_2x4> m{devices};
+  const ts::host_tensor<double, 3> host = small_ints(rng, ts::shape<3>{3, 5, 7});  // uneven everywhere
+  const auto x = ts::device_put<ts::spec<"x", ts::none, "y">>(m, host);
+
+  SECTION("keep_dims keeps the reduced dimensions with extent 1 and spec none") {
+    const auto s = ts::sum<0, 2>(x, ts::keep_dims);
+    static_assert(std::is_same_v<decltype(s)::spec, ts::spec<ts::none, ts::none, ts::none>>);
+    static_assert(std::is_same_v<decltype(s)::unreduced_type, ts::unreduced<"x", "y">>);
+    CHECK(s.extents() == ts::shape<3>{1, 5, 1});
+    const auto r = ts::to_host(ts::reshard<ts::spec<>>(s));
+    CHECK(r.extents() == ts::shape<3>{1, 5, 1});
+    compare(values_of(r), reference(ts::reduction::sum, host, {true, false, true}));
+    const auto mx = ts::max<-1>(x, ts::keep_dims);
+    static_assert(std::is_same_v<decltype(mx)::spec, ts::spec<"x", ts::none, ts::none>>);
+    compare(values_of(ts::to_host(mx)), reference(ts::reduction::max, host, {false, false, true}));
+  }
+  SECTION("a named output spec: the plan reduces (psum_scatter where the spec shards)") {
+    const auto s = ts::sum<ts::spec<ts::none, "y">, 2>(x);
+    static_assert(std::is_same_v<decltype(s)::spec, ts::spec<ts::none, "y">>);
+    static_assert(decltype(s)::unreduced_type::empty);
+    compare(values_of(ts::to_host(s)), reference(ts::reduction::sum, host, {false, false, true}));
+    const auto mean = ts::mean<0>(ts::spec<"y", "x">{}, x);  // the spelling with a value
+    static_assert(std::is_same_v<decltype(mean)::spec, ts::spec<"y", "x">>);
+    compare(values_of(ts::to_host(mean)), reference(ts::reduction::mean, host, {true, false, false}));
+    const auto mn = ts::min<ts::spec<"x">>(x, ts::keep_dims);  // every dimension, kept
+    CHECK(mn.extents() == ts::shape<3>{1, 1, 1});
+    compare(values_of(ts::to_host(mn)), reference(ts::reduction::min, host, {true, true, true}));
+  }
+  SECTION("every dimension without keep_dims: a rank-1 array of extent 1") {
+    const auto total = ts::mean(x);
+    static_assert(decltype(total)::rank == 1);
+    static_assert(std::is_same_v<decltype(total)::extents_type, ts::extents<1>>);
+    compare(values_of(ts::to_host(ts::reshard<ts::spec<>>(total))),
+            reference(ts::reduction::mean, host, {true, true, true}));
+  }
+  SECTION("static extents stay static where kept") {
+    const auto s = ts::device_put<ts::spec<"x", "y">, ts::extents<4, 6>>(
+        m, small_ints(rng, ts::shape<2>{4, 6}));
+    const auto r = ts::max<0>(s);
+    static_assert(std::is_same_v<decltype(r)::extents_type, ts::extents<6>>);
+    const auto k = ts::min<0>(s, ts::keep_dims);
+    static_assert(std::is_same_v<decltype(k)::extents_type, ts::extents<1, 6>>);
+    CHECK(k.extents() == ts::shape<2>{1, 6});
+  }
+  SECTION("sum and mean of an unreduced value stay unreduced (linear, rule 3)") {
+    const auto rows = ts::sum<2>(x);  // unreduced over "y"
+    const auto both = ts::sum<0>(rows);  // and over "x"
+    static_assert(std::is_same_v<decltype(both)::unreduced_type, ts::unreduced<"y", "x">>);
+    compare(values_of(ts::to_host(ts::reshard<ts::spec<>>(both))),
+            reference(ts::reduction::sum, host, {true, false, true}));
+    const auto m2 = ts::mean<0>(rows);
+    compare(values_of(ts::to_host(ts::reshard<ts::spec<>>(m2))),
+            reference(ts::reduction::mean,
+                      ts::host_tensor<double, 2>({3, 5}, [&] {
+                        const auto r = reference(ts::reduction::sum, host, {false, false, true});
+                        return std::vector<double>(r.begin(), r.end());
+                      }()),
+                      {true, false}));
+  }
 }
