@@ -24,6 +24,8 @@
 #include "ops/reshard.hpp"
 #include "plan/reshard_plan.hpp"
 #include "ops/shard_map.hpp"
+#include "ops/softmax.hpp"
+#include "plan/softmax_plan.hpp"
 #include "array/sharded_array.hpp"
 #include "core/spec.hpp"
 #include "core/unreduced.hpp"

@@ -78,3 +78,24 @@ static_assert(gives<partial_in, ts::spec<none>, ts::unreduced<"x", "y">>);
 
 
 }  // namespace
+
+// ---- softmax: the row statistics' collectives ------------------------------------------
+#include <typeshard/plan/softmax_plan.hpp>
+
+namespace {
+
+using sm = ts::softmax_plan<mesh_2x2, ts::spec<"x", "y">, ts::dextents<2>, float, ts::unreduced<>,
+                            false, -1>;
+static_assert(sm::valid && sm::dim == 1);
+static_assert(sm::steps.size() == 5 && sm::steps[1].kind == kind::pmax &&
+              sm::steps[3].kind == kind::psum && sm::steps[4].kind == kind::local_elementwise);
+static_assert(sm::steps[1].axes == ts::dim_spec("y"));
+static_assert(std::is_same_v<sm::out_spec, ts::spec<"x", "y">>);
+static_assert(std::is_same_v<sm::stats_spec, ts::spec<"x", none>>);
+static_assert(sm::collectives == 2 && !ts::communication_free<sm>);
+// Along an unsharded dimension: local only.
+using sm_rows = ts::softmax_plan<mesh_2x2, ts::spec<"x", none>, ts::dextents<2>, double,
+                                 ts::unreduced<>, true, 1>;
+static_assert(ts::communication_free<sm_rows> && sm_rows::steps.size() == 3);
+
+}  // namespace
