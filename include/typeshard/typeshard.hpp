@@ -2,7 +2,7 @@
 //
 // Compile-time vocabulary (no threads, no MPI): mesh.hpp, spec.hpp, extents.hpp,
 // layout.hpp, unreduced.hpp, diagnostics.hpp. Runtime: backend/, device_mesh.hpp,
-// host_tensor.hpp, sharded_array.hpp, elementwise.hpp, visualize.hpp.
+// host_tensor.hpp, sharded_array.hpp, elementwise.hpp, reduce.hpp, softmax.hpp, visualize.hpp.
 #pragma once
 
 #include "backend/backend.hpp"

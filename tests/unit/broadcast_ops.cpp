@@ -138,7 +138,8 @@ void check_pair(const ts::device_mesh<Mesh>& m, std::mt19937_64& rng) {
     }
     INFO("mesh " << Mesh::to_string() << " lhs " << Spec::to_string() << " " << ts::to_string(sa)
                  << " rhs " << rhs_spec::to_string() << " " << ts::to_string(sb));
-    const auto ha = small_ints(rng, sa), hb = small_ints(rng, sb, true);
+    const auto ha = small_ints(rng, sa);
+    const auto hb = small_ints(rng, sb, true);
     const auto a = ts::device_put<Spec>(m, ha);
     const auto b = ts::device_put<rhs_spec>(m, hb);
     const auto sum = a + b;
