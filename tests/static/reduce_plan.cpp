@@ -99,3 +99,16 @@ using sm_rows = ts::softmax_plan<mesh_2x2, ts::spec<"x", none>, ts::dextents<2>,
 static_assert(ts::communication_free<sm_rows> && sm_rows::steps.size() == 3);
 
 }  // namespace
+
+// ---- costs, static extents ------------------------------------------------------------
+namespace {
+// max over the columns of an 8 x 8 float array on P('x', 'y'): blocks of 4 x 4 (16 local
+// operations); the pmax over y (2 devices) moves 2 * 1/2 of the 4 x 1 result block.
+using max_cost = plan<reduction::max, ts::spec<"x", "y">, ts::extents<8, 8>, struct ts::auto_out,
+                      false, 1>;
+static_assert(max_cost::flops_per_device == 16);
+static_assert(max_cost::bytes_per_device == 4 * sizeof(float));
+static_assert(plan<reduction::sum, ts::spec<"x", "y">, ts::extents<8, 8>, struct ts::auto_out,
+                   false, 1>::bytes_per_device == 0);
+static_assert(sum_cols::bytes_per_device == 0 && sum_cols::flops_per_device == 0);  // dynamic
+}  // namespace

@@ -36,8 +36,8 @@
 // Members: valid, reduced (the mask of reduced dimensions), partial_axes, local_spec (after
 // the local reduction, at the input's rank), out_spec, out_unreduced, out_extents, steps
 // (std::array<ts::step<rank>, N>), even_steps / uneven_steps (as reshard plans: which runs
-// is decided by the extents), communicates, collectives, describe(). ts::communication_free
-// holds when no collective runs.
+// is decided by the extents), communicates, collectives, bytes_per_device / flops_per_device
+// (static extents), describe(). ts::communication_free holds when no collective runs.
 //
 // Compile-time vocabulary only: no runtime header is included.
 #pragma once
@@ -311,6 +311,34 @@ struct reduce_spec_types {
   using out_type = decltype(out_of(std::make_index_sequence<out_rank>{}));
 };
 
+// Bytes received per device by a plan's collectives on an array of global extents `global`
+// (the keep-dims shape: what the collectives move), as matmul plans count them: psum, pmax
+// and pmin 2 (n - 1) / n of the block, psum_scatter and all_to_all (n - 1) / n, all_gather
+// (n - 1) blocks, for groups of n devices.
+template <class Mesh, std::size_t Rank, std::size_t N>
+constexpr double bytes_received(const std::array<step<Rank>, N>& steps, spec_array<Rank> cur,
+                                const shape<Rank>& global, std::size_t element_size) {
+  double bytes = 0;
+  for (const step<Rank>& s : steps) {
+    double block = 1;
+    for (std::size_t e : block_shape_of<Mesh>(cur, global)) block *= static_cast<double>(e);
+    const double n = static_cast<double>(shards_of<Mesh>(s.axes));
+    double moved = 0;
+    switch (s.kind) {
+      case step_kind::psum:
+      case step_kind::pmax:
+      case step_kind::pmin: moved = 2 * (n - 1) / n * block; break;
+      case step_kind::psum_scatter:
+      case step_kind::all_to_all: moved = (n - 1) / n * block; break;
+      case step_kind::all_gather: moved = (n - 1) * block; break;
+      default: break;
+    }
+    bytes += moved * static_cast<double>(element_size);
+    cur = s.spec_after;
+  }
+  return bytes;
+}
+
 }  // namespace detail
 
 template <reduction Op, mesh_type Mesh, spec_type Spec, extents_type Extents, class T = float,
@@ -396,6 +424,35 @@ struct reduce_plan {
   static constexpr std::size_t collectives = detail::count_collectives(steps);
   static constexpr bool communicates = detail::count_collectives(even_steps) != 0 ||
                                        detail::count_collectives(uneven_steps) != 0;
+
+  // With static extents: bytes received per device by the collectives, and the local
+  // reduction's operations per device (one per element of the largest block); 0 when an
+  // extent is dynamic.
+  static constexpr bool extents_static = Extents::all_static;
+  static constexpr std::size_t bytes_per_device = [] {
+    if constexpr (extents_static && valid) {
+      shape<rank> g{};
+      for (std::size_t d = 0; d < rank; ++d) g[d] = keep_extents::static_extents[d];
+      return static_cast<std::size_t>(
+          detail::bytes_received<Mesh>(steps, detail::spec_array_of<local_spec, rank>(), g,
+                                       sizeof(T)) +
+          0.5);
+    } else {
+      return std::size_t{0};
+    }
+  }();
+  static constexpr double flops_per_device = [] {
+    if constexpr (extents_static && valid) {
+      shape<rank> g{};
+      for (std::size_t d = 0; d < rank; ++d) g[d] = Extents::static_extents[d];
+      double n = 1;
+      for (std::size_t e : detail::block_shape_of<Mesh>(detail::spec_array_of<in_spec, rank>(), g))
+        n *= static_cast<double>(e);
+      return n;
+    } else {
+      return 0.0;
+    }
+  }();
 
   // "local reduce(array); pmax(array, over y)".
   static std::string describe() {
