@@ -1,5 +1,6 @@
 // Reductions (ts::sum, mean, max, min) against a serial loop over the same host data: every
-// valid spec of ranks 1 to 3 on the (2,2) and (2,4) meshes, each with a reduced-dimension set
+// valid spec of ranks 1 and 2 and every second one of rank 3 (sampled to keep the compile
+// within budget) on the (2,2) and (2,4) meshes, each with a reduced-dimension set
 // chosen by rotation (every set of every rank occurs on each mesh) and all four reductions,
 // on an even shape (every extent a multiple of its shards), an uneven one and a random one
 // (0 and fewer elements than shards included). Values are small integers in doubles, so
@@ -195,7 +196,7 @@ TEST_CASE("every reduction agrees with a serial loop, every spec of ranks 1 to 3
   ts::cpu_devices devices{8};
   check_mesh_rank<mesh_2x2, 1>(devices, rng);
   check_mesh_rank<mesh_2x2, 2>(devices, rng);
-  check_mesh_rank<mesh_2x2, 3>(devices, rng);
+  check_mesh_rank<mesh_2x2, 3, 2>(devices, rng);  // 10 of its 19 specs
   check_mesh_rank<mesh_2x4, 1>(devices, rng);
   check_mesh_rank<mesh_2x4, 2>(devices, rng);
   check_mesh_rank<mesh_2x4, 3, 2>(devices, rng);  // 10 of its 19 specs
