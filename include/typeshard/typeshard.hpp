@@ -2,7 +2,7 @@
 //
 // Compile-time vocabulary (no threads, no MPI): mesh.hpp, spec.hpp, extents.hpp,
 // layout.hpp, unreduced.hpp, diagnostics.hpp. Runtime: backend/, device_mesh.hpp,
-// host_tensor.hpp, sharded_array.hpp, elementwise.hpp, visualize.hpp.
+// host_tensor.hpp, sharded_array.hpp, elementwise.hpp, reduce.hpp, softmax.hpp, visualize.hpp.
 #pragma once
 
 #include "backend/backend.hpp"
@@ -20,10 +20,14 @@
 #include "ops/matmul.hpp"
 #include "plan/einsum_plan.hpp"
 #include "plan/matmul_plan.hpp"
+#include "ops/reduce.hpp"
+#include "plan/reduce_plan.hpp"
 #include "core/mesh.hpp"
 #include "ops/reshard.hpp"
 #include "plan/reshard_plan.hpp"
 #include "ops/shard_map.hpp"
+#include "ops/softmax.hpp"
+#include "plan/softmax_plan.hpp"
 #include "array/sharded_array.hpp"
 #include "core/spec.hpp"
 #include "core/unreduced.hpp"

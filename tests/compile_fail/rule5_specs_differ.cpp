@@ -1,5 +1,6 @@
-// expect: typeshard: rule 5 \(elementwise\): the operands have different specs. fix: bring one to the other's spec first with ts::reshard
-// P('x', None) + P(None, 'x'): JAX's explicit mode refuses to pick a sharding for the result.
+// expect: typeshard: rule 5 \(elementwise\): the operands have different specs \(a dimension is sharded over different mesh axes in the two\); fix: bring one to the other's spec first with ts::reshard
+// P('x', None) + P('y', None): rows sharded over x in one, over y in the other; JAX's explicit
+// mode refuses to pick a sharding for the result.
 //
 // Full output (clang++ 14), one error: the note names
 //   'typeshard::diagnostic::elementwise_specs_differ<typeshard::spec<...>, typeshard::spec<...>>'
@@ -11,7 +12,7 @@ namespace ts = typeshard;
 using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
 
 #ifdef TYPESHARD_COMPILE_FAIL
-using other = ts::spec<ts::none, "x">;
+using other = ts::spec<"y", ts::none>;
 #else
 using other = ts::spec<"x", ts::none>;
 #endif

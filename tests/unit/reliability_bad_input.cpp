@@ -231,7 +231,7 @@ TEST_CASE("bad input: every run-time error names the problem and the fix, and le
        }},
       // ---- shapes that do not match ----
       {"elementwise operands of different shapes", expect<ts::shape_error>("shape_error"),
-       {"operator+: the operands have shapes (4, 4) and (4, 6)", "elementwise operations need equal shapes"},
+       {"operator+: the operands have shapes (4, 4) and (4, 6)", "which do not broadcast"},
        [&](guard& g) { (void)(g.watch(a44) + g.watch(a46)); }},
       {"zip of operands of different shapes", expect<ts::shape_error>("shape_error"),
        {"zip: the operands have shapes (4, 4) and (5, 4)"},

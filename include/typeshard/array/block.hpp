@@ -291,19 +291,24 @@ template <class A, class B, class F>
 auto zip_blocks(const A& a, const B& b, F f, const char* op) {
   using arr_a = std::remove_cvref_t<A>;
   using arr_b = std::remove_cvref_t<B>;
-  static_assert(detail::require<std::is_same_v<typename arr_a::mesh_type,
-                                               typename arr_b::mesh_type> &&
-                                    arr_a::rank == arr_b::rank,
-                                diagnostic::block_operands_differ<arr_a, arr_b>>::value);
-  check_same_block_shape(a, b, op);
-  using R = std::invoke_result_t<F&, const typename arr_a::value_type&,
-                                 const typename arr_b::value_type&>;
-  buffer<R> out(a.size());
-  const auto* x = a.data();
-  const auto* y = b.data();
-  for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = f(x[i], y[i]);
-  return block_like<A, R, arr_a::varying | arr_b::varying>(a.context(), a.extents(),
-                                                           std::move(out));
+  constexpr bool ok =
+      std::is_same_v<typename arr_a::mesh_type, typename arr_b::mesh_type> &&
+      arr_a::rank == arr_b::rank;
+  static_assert(detail::require<ok, diagnostic::block_operands_differ<arr_a, arr_b>>::value);
+  if constexpr (!ok) {
+    (void)b, (void)f, (void)op;
+    return a;  // the diagnostic fired; stop here so nothing cascades
+  } else {
+    check_same_block_shape(a, b, op);
+    using R = std::invoke_result_t<F&, const typename arr_a::value_type&,
+                                   const typename arr_b::value_type&>;
+    buffer<R> out(a.size());
+    const auto* x = a.data();
+    const auto* y = b.data();
+    for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = f(x[i], y[i]);
+    return block_like<A, R, arr_a::varying | arr_b::varying>(a.context(), a.extents(),
+                                                             std::move(out));
+  }
 }
 
 }  // namespace detail

@@ -1,14 +1,20 @@
 // typeshard/ops/elementwise.hpp: elementwise operations, run per shard in parallel.
 //
 //   auto y = ts::sin(x);              // same spec as x, no communication
-//   auto z = x + y;                   // both must have the same spec (rule 5)
+//   auto z = x + y;                   // x: spec<"x", none> [B, D], y: the same
+//   auto b = x + bias;                // bias: spec<none> [D]: broadcast, no communication
+//   auto u = 1 - x;  auto v = 2 / x;  // scalars on either side of + - * /
 //   auto w = ts::map(x, [](float v) { return v * v + 1; });
 //
 // Every device computes its own shard, replicas included, as JAX does. Rule 5: binary
-// operands need equal specs (else a compile error that suggests ts::reshard) and the same
-// device mesh (else a device_mesh_error naming both). Rule 3: on a value unreduced over
-// some axis only linear operations compile (negation, scaling by a scalar, adding or
-// subtracting a value unreduced over the same axes).
+// operands broadcast as NumPy's do (detail/broadcast.hpp: trailing dimensions aligned,
+// extent 1 stretches); a dimension sharded in one operand and whole in the other needs no
+// communication (each device reads its slice of the whole one); sharded over different
+// axes is a compile error that suggests ts::reshard. Operands of one layout and shape take
+// the plain loop of old. The same device mesh is needed (else a device_mesh_error naming
+// both). Rule 3: on a value unreduced over some axis only linear operations compile
+// (negation, scaling by a scalar, adding or subtracting a value unreduced over the same
+// axes); adding a scalar to one is not linear (it would add it once per partial sum).
 #pragma once
 
 #include <algorithm>
@@ -27,6 +33,7 @@
 #include "../kernels/functors.hpp"
 #include "../core/rules/rule3_unreduced.hpp"
 #include "../core/rules/rule5_elementwise.hpp"
+#include "detail/broadcast.hpp"
 
 namespace typeshard {
 
@@ -48,22 +55,16 @@ auto map_shards(const sharded_array<T, M, S, E, U0>& a, F f) {
       adopt_shards, a.device_mesh(), a.extents(), std::move(out));
 }
 
-// The extents type of the result: a static extent from either side wins.
-template <class E1, class E2>
-struct merge_extents;
-template <std::size_t... A, std::size_t... B>
-struct merge_extents<extents<A...>, extents<B...>> {
-  using type = extents<(A != dyn ? A : B)...>;
-};
+template <class A, class B>
+void check_same_devices(const A& a, const B& b, const char* op);
 
-// The operands' specs are equal once padded to the rank (check_elementwise_operands), but
-// may be spelled differently (spec<"x"> and spec<"x", none>), and their extents may differ in
-// which dimensions are static: the result takes the padded spec and the merged extents.
-template <class R, class U, class T1, class T2, class M, class S1, class S2, class E1, class E2,
-          class U1, class U2, class F>
-auto zip_shards(const sharded_array<T1, M, S1, E1, U1>& a, const sharded_array<T2, M, S2, E2, U2>& b,
-                F f) {
-  std::vector<buffer<R>> out(M::size);
+// The fast path: operands of one layout and shape, element by element.
+template <class Result, class A, class B, class F>
+Result zip_shards(const A& a, const B& b, F f) {
+  using R = typename Result::value_type;
+  using T1 = typename A::value_type;
+  using T2 = typename B::value_type;
+  std::vector<buffer<R>> out(A::mesh_type::size);
   for_each_position(a.device_mesh(), [&](std::size_t p) {
     const std::span<const T1> x = a.local_data(p);
     const std::span<const T2> y = b.local_data(p);
@@ -72,9 +73,50 @@ auto zip_shards(const sharded_array<T1, M, S1, E1, U1>& a, const sharded_array<T
     for (std::size_t i = 0; i < x.size(); ++i) o[i] = f(x[i], y[i]);
     out[p] = std::move(r);
   });
-  return sharded_array<R, M, typename sharded_array<T1, M, S1, E1, U1>::spec,
-                       typename merge_extents<E1, E2>::type, U>(adopt_shards, a.device_mesh(),
-                                                                a.extents(), std::move(out));
+  return Result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
+}
+
+// Broadcasting: each device computes its block of the result, reading each operand's
+// elements where its own block holds them (detail/broadcast.hpp).
+template <class Result, class A, class B, class F>
+Result broadcast_shards(const A& a, const B& b, F f, const char* op) {
+  using Mesh = typename A::mesh_type;
+  using R = typename Result::value_type;
+  constexpr std::size_t Rank = Result::rank;
+  const spec_array<A::rank> as = spec_array_of<typename A::spec, A::rank>();
+  const spec_array<B::rank> bs = spec_array_of<typename B::spec, B::rank>();
+  const shape<Rank> global =
+      broadcast_shape<Rank>(a.extents(), as, b.extents(), bs, op);
+  const spec_array<Rank> rs = spec_array_of<typename Result::spec, Rank>();
+  std::vector<buffer<R>> out(Mesh::size);
+  for_each_position(a.device_mesh(), [&](std::size_t p) {
+    const index_slices<Rank> ix = index_of<Mesh>(rs, global, p);
+    shape<Rank> local{};
+    for (std::size_t d = 0; d < Rank; ++d) local[d] = ix[d].size();
+    buffer<R> r(host_tensor<R, Rank>::element_count(local));
+    zip_views(a.local_data(p).data(), view_of<Mesh>(as, a.extents(), global, ix, p),
+              b.local_data(p).data(), view_of<Mesh>(bs, b.extents(), global, ix, p), local,
+              r.data(), f);
+    out[p] = std::move(r);
+  });
+  return Result(adopt_shards, a.device_mesh(), global, std::move(out));
+}
+
+// f on the operands (checked: check_elementwise_operands), result element R, unreduced U.
+template <class R, class U, class A, class B, class F>
+auto zip_broadcast(const A& a, const B& b, F f, const char* op) {
+  using bc = broadcast_of<A, B>;
+  using Result = sharded_array<R, typename A::mesh_type, typename bc::spec_type,
+                               typename bc::extents_type, U>;
+  check_same_devices(a, b, op);
+  if constexpr (bc::same_layout && A::extents_type::all_static &&
+                std::is_same_v<typename A::extents_type, typename B::extents_type>) {
+    return zip_shards<Result>(a, b, f);  // equal static shapes: no broadcasting possible
+  } else {
+    if constexpr (bc::same_layout)
+      if (a.extents() == b.extents()) return zip_shards<Result>(a, b, f);
+    return broadcast_shards<Result>(a, b, f, op);
+  }
 }
 
 template <class A, class B>
@@ -85,14 +127,8 @@ constexpr bool check_elementwise_operands() {
     return require<false, diagnostic::elementwise_meshes_differ<typename a::mesh_type,
                                                                 typename b::mesh_type>>::value &&
            false;
-  } else if constexpr (a::rank != b::rank) {
-    return require<false, diagnostic::elementwise_ranks_differ<a::rank, b::rank>>::value && false;
-  } else if constexpr (!std::is_same_v<typename a::spec, typename b::spec>) {
-    return require<false, diagnostic::elementwise_specs_differ<typename a::spec,
-                                                               typename b::spec>>::value &&
-           false;
   } else {
-    return true;
+    return check_broadcast<a, b>();
   }
 }
 
@@ -105,14 +141,6 @@ void check_same_devices(const A& a, const B& b, const char* op) {
                             ": the operands live on different devices: " +
                             a.device_mesh().to_string() + " and " + b.device_mesh().to_string() +
                             "; move one with ts::reshard or device_put it on the other's mesh");
-}
-
-template <class A, class B>
-void check_same_extents(const A& a, const B& b, const char* op) {
-  if (a.extents() != b.extents())
-    throw shape_error(std::string("typeshard: ") + op + ": the operands have shapes " +
-                      to_string(a.extents()) + " and " + to_string(b.extents()) +
-                      "; elementwise operations need equal shapes");
 }
 
 }  // namespace detail
@@ -132,7 +160,7 @@ auto map(const A& a, F f) {
   }
 }
 
-// zip(x, y, f): f applied to every pair of elements; x and y need the same spec (rule 5).
+// zip(x, y, f): f applied to every pair of elements, broadcast (rule 5).
 template <sharded_array_type A, sharded_array_type B, class F>
 auto zip(const A& a, const B& b, F f) {
   using arr_a = std::remove_cvref_t<A>;
@@ -144,11 +172,9 @@ auto zip(const A& a, const B& b, F f) {
                                              typename arr_a::unreduced_type>>::value);
     return a;
   } else {
-    detail::check_same_devices(a, b, "zip");
-    detail::check_same_extents(a, b, "zip");
     using R = std::invoke_result_t<F&, const typename arr_a::value_type&,
                                    const typename arr_b::value_type&>;
-    return detail::zip_shards<R, unreduced<>>(a, b, f);
+    return detail::zip_broadcast<R, unreduced<>>(a, b, f, "zip");
   }
 }
 
@@ -164,10 +190,8 @@ auto linear_zip(const A& a, const B& b, F f, const char* op) {
                                      typename A::unreduced_type, typename B::unreduced_type>>::value);
     return a;
   } else {
-    check_same_devices(a, b, op);
-    check_same_extents(a, b, op);
     using R = std::common_type_t<typename A::value_type, typename B::value_type>;
-    return zip_shards<R, typename A::unreduced_type>(a, b, f);
+    return zip_broadcast<R, typename A::unreduced_type>(a, b, f, op);
   }
 }
 
@@ -244,14 +268,39 @@ template <elementwise_operand A>
 auto operator/(const A& a, detail::scalar_of<A> s) {
   return detail::map_linear(a, fn::with_scalar{fn::divides, s});
 }
-// A block plus or minus a scalar (not linear in partial sums: blocks only).
-template <block_type A>
-auto operator+(const A& a, detail::scalar_of<A> s) {
-  return detail::map_block(a, fn::with_scalar{fn::plus, s});
+
+// ---- a scalar added or subtracted, or divided by an array: not linear in partial sums ------
+// (x + s adds s once per partial sum), so an unreduced array does not compile (rule 3).
+
+namespace detail {
+template <class A, class F>
+auto map_nonlinear(const A& a, F f) {
+  if constexpr (block_type<A>)
+    return map_block(a, f);
+  else
+    return map(a, f);
 }
-template <block_type A>
+}  // namespace detail
+
+template <elementwise_operand A>
+auto operator+(const A& a, detail::scalar_of<A> s) {
+  return detail::map_nonlinear(a, fn::with_scalar{fn::plus, s});
+}
+template <elementwise_operand A>
+auto operator+(detail::scalar_of<A> s, const A& a) {
+  return a + s;
+}
+template <elementwise_operand A>
 auto operator-(const A& a, detail::scalar_of<A> s) {
-  return detail::map_block(a, fn::with_scalar{fn::minus, s});
+  return detail::map_nonlinear(a, fn::with_scalar{fn::minus, s});
+}
+template <elementwise_operand A>
+auto operator-(detail::scalar_of<A> s, const A& a) {
+  return detail::map_nonlinear(a, [s](const auto& v) { return fn::minus(s, v); });
+}
+template <elementwise_operand A>
+auto operator/(detail::scalar_of<A> s, const A& a) {
+  return detail::map_nonlinear(a, [s](const auto& v) { return fn::divides(s, v); });
 }
 
 // ---- non-linear operations: need fully reduced values ------------------------------------

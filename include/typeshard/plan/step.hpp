@@ -32,6 +32,10 @@ enum class step_kind {
   psum_scatter,  // over `axes` along `dim`: reduced, and `dim` gains `axes` (reduce-scatter)
   slice,         // local: dimensions gain axes by taking their block; no communication
   local_gemm,    // a matmul's per-device GEMM
+  pmax,          // over `axes`: the elementwise maximum over the group (all-reduce max)
+  pmin,          // over `axes`: the elementwise minimum over the group (all-reduce min)
+  local_reduce,  // a reduction's per-device kernel over its block (plan/reduce_plan.hpp)
+  local_elementwise,  // a per-device elementwise kernel (softmax's normalisation)
   // The collectives' other names, as reshard plans spelled them: the same steps.
   all_reduce = psum,
   reduce_scatter = psum_scatter
@@ -53,6 +57,10 @@ constexpr const char* to_string(step_kind k) {
     case step_kind::psum_scatter: return "psum_scatter";
     case step_kind::slice: return "slice";
     case step_kind::local_gemm: return "local gemm";
+    case step_kind::pmax: return "pmax";
+    case step_kind::pmin: return "pmin";
+    case step_kind::local_reduce: return "local reduce";
+    case step_kind::local_elementwise: return "local elementwise";
   }
   return "?";
 }
@@ -79,7 +87,8 @@ struct step {
   dim_spec unreduced_after{};             // the axes it is still unreduced over
 
   constexpr bool communicates() const {
-    return kind != step_kind::slice && kind != step_kind::local_gemm;
+    return kind != step_kind::slice && kind != step_kind::local_gemm &&
+           kind != step_kind::local_reduce && kind != step_kind::local_elementwise;
   }
 
   // A line of a reshard plan: "all_to_all over 'x': dimension 0 -> 1 (split_axis=1,
@@ -88,6 +97,8 @@ struct step {
     std::string out = to_string(kind);
     switch (kind) {
       case step_kind::psum:
+      case step_kind::pmax:
+      case step_kind::pmin:
         out += " over " + detail::axes_string(axes);
         break;
       case step_kind::psum_scatter:
@@ -102,7 +113,11 @@ struct step {
       case step_kind::slice:
         out += " (local, no communication)";
         break;
+      case step_kind::local_reduce:
+        out += " along dimension " + std::to_string(dim) + " (local, no communication)";
+        break;
       case step_kind::local_gemm:
+      case step_kind::local_elementwise:
         break;
     }
     out += " => " + detail::spec_string(spec_after);
@@ -113,11 +128,13 @@ struct step {
   // The step as a call, as a matmul plan lists it: "all_gather(lhs, dim 1, over x)",
   // "psum(out, over (x, y))", "local gemm".
   std::string call_string() const {
-    if (kind == step_kind::local_gemm) return "local gemm";
+    if (kind == step_kind::local_gemm || kind == step_kind::local_elementwise)
+      return to_string(kind);
+    if (kind == step_kind::local_reduce) return "local reduce(" + std::string(to_string(operand)) + ")";
     std::string out = std::string(to_string(kind)) + "(" + to_string(operand);
     if (kind == step_kind::all_to_all)
       out += ", dim " + std::to_string(dim) + " -> dim " + std::to_string(to_dim);
-    else if (kind != step_kind::psum)
+    else if (kind != step_kind::psum && kind != step_kind::pmax && kind != step_kind::pmin)
       out += ", dim " + std::to_string(dim);
     out += ", over ";
     if (axes.count == 1) return out + std::string(axes.axes[0].view()) + ")";

@@ -1,5 +1,7 @@
 // typeshard/core/rules/rule5_elementwise.hpp: the messages of rule 5 (elementwise): binary
-// elementwise operands have one spec, mesh and rank (arrays), one mesh and rank (blocks).
+// elementwise operands broadcast as NumPy's do (trailing dimensions aligned, extent 1
+// stretches) and a dimension is sharded alike in both or in one only (arrays); blocks have
+// one mesh and rank.
 //
 // Checked in: ops/elementwise.hpp (check_elementwise_operands), array/block.hpp (zip_blocks).
 // Compile-fail tests: tests/compile_fail/rule5_*.cpp. Table: docs/rules.md.
@@ -17,8 +19,9 @@ template <class LhsSpec, class RhsSpec>
 struct elementwise_specs_differ {
   static constexpr bool fire() {
     static_assert(detail::always_false<LhsSpec, RhsSpec>,
-                  "typeshard: rule 5 (elementwise): the operands have different specs; "
-                  "fix: bring one to the other's spec first with ts::reshard<Spec>(array)");
+                  "typeshard: rule 5 (elementwise): the operands have different specs (a dimension "
+                  "is sharded over different mesh axes in the two); fix: bring one to the "
+                  "other's spec first with ts::reshard<Spec>(array)");
     return true;
   }
 };
@@ -33,12 +36,37 @@ struct elementwise_meshes_differ {
   }
 };
 
-template <std::size_t LhsRank, std::size_t RhsRank>
-struct elementwise_ranks_differ {
+template <char... Axis>
+struct elementwise_axis_on_two_dims {
   static constexpr bool fire() {
-    static_assert(detail::always_false_values<LhsRank, RhsRank>,
-                  "typeshard: rule 5 (elementwise): the operands have different ranks; "
-                  "fix: reshape one operand so both have the same dimensions");
+    static_assert(detail::always_false_chars<Axis...>,
+                  "typeshard: rule 5 (elementwise): the operands shard different dimensions of "
+                  "the (broadcast) result over the same mesh axis, so the result would use it "
+                  "twice; fix: reshard one operand (ts::reshard<Spec>(array)) so the axis "
+                  "shards the same dimension in both, or only one operand");
+    return true;
+  }
+};
+
+template <std::size_t Dim, std::size_t LhsExtent, std::size_t RhsExtent>
+struct broadcast_extents_differ {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<Dim, LhsExtent, RhsExtent>,
+                  "typeshard: rule 5 (elementwise): the operands' static extents do not "
+                  "broadcast (trailing dimensions aligned, each pair equal or one of them 1); "
+                  "fix: give both operands the same extents there, or extent 1 to the one "
+                  "that should stretch");
+    return true;
+  }
+};
+
+template <std::size_t Dim>
+struct broadcast_dimension_sharded {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<Dim>,
+                  "typeshard: rule 5 (elementwise): a dimension of static extent 1 that "
+                  "stretches to the other operand's extent is sharded (only one device holds "
+                  "its element); fix: leave that dimension unsharded (ts::none) in its spec");
     return true;
   }
 };

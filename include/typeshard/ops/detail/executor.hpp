@@ -90,6 +90,12 @@ void run_step(backend& b, std::size_t p, const step<Rank>& s, operand_block<T, R
       b.all_reduce(backend_group(g), element_type_of<T>, reduce_op::sum, x.data, next.data(),
                    next.size());
       break;
+    case step_kind::pmax:
+    case step_kind::pmin:
+      b.all_reduce(backend_group(g), element_type_of<T>,
+                   s.kind == step_kind::pmax ? reduce_op::max : reduce_op::min, x.data,
+                   next.data(), next.size());
+      break;
     case step_kind::psum_scatter: {
       const auto extents = member_extents(g, s.spec_after, x.global, s.dim);
       scatter_along(b, backend_group(g), reduce_op::sum, x.data, cur_shape, s.dim,
@@ -109,7 +115,9 @@ void run_step(backend& b, std::size_t p, const step<Rank>& s, operand_block<T, R
       break;
     case step_kind::slice:
     case step_kind::local_gemm:
-      break;  // not a step on one operand
+    case step_kind::local_reduce:
+    case step_kind::local_elementwise:
+      break;  // not a step on one operand (the operation runs its local kernels itself)
   }
   x.adopt(std::move(next), s.spec_after);
 }

@@ -221,9 +221,13 @@ constexpr void add_reshard_cost(matmul_cost& cost, const spec_array<Rank>& from,
       case step_kind::all_gather: moved = (n - 1) * before; break;
       case step_kind::all_to_all:
       case step_kind::psum_scatter: moved = (n - 1) / n * before; break;
-      case step_kind::psum: moved = 2 * (n - 1) / n * before; break;
+      case step_kind::psum:
+      case step_kind::pmax:
+      case step_kind::pmin: moved = 2 * (n - 1) / n * before; break;
       case step_kind::slice:
-      case step_kind::local_gemm: break;
+      case step_kind::local_gemm:
+      case step_kind::local_reduce:
+      case step_kind::local_elementwise: break;
     }
     cost.bytes += moved * static_cast<double>(element_size);
     cost.collectives += s.communicates() ? 1 : 0;

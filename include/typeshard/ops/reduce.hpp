@@ -1,0 +1,214 @@
+// typeshard/ops/reduce.hpp: sum, mean, max and min over some dimensions of a sharded array.
+//
+//   auto s = ts::sum<1>(x);                  // x: spec<"x", "y">: spec<"x">, unreduced over "y"
+//   auto r = ts::reshard<ts::spec<"x">>(s);  //   reduce when you want (psum over y)
+//   auto t = ts::sum<ts::spec<"x">, 1>(x);   // or name the output spec: the plan reduces
+//   auto m = ts::mean(x);                    // every dimension: a rank-1 array of extent 1
+//   auto k = ts::max<0>(x, ts::keep_dims);   // pmax over "x"; dimension 0 kept, extent 1
+//   using plan = ts::reduce_plan_for<ts::reduction::max, decltype(x), 0>;   // inspect it
+//
+// Dims are NumPy's axis numbers (negative ones count from the last); none means every
+// dimension. The plan (plan/reduce_plan.hpp) says what runs: each device reduces its block
+// (a reduced dimension sharded over some axes leaves a partial result over them), then sum
+// and mean stay unreduced over those axes (no communication, rule 7) while max and min
+// all-reduce over them (pmax / pmin); with an output spec named, the reshard to it follows.
+// mean divides by the global count of reduced elements, so uneven shards are exact. Rule 3:
+// sum and mean of an unreduced value stay unreduced (they are linear), max and min of one do
+// not compile.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../array/sharded_array.hpp"
+#include "../backend/backend.hpp"
+#include "../core/layout.hpp"
+#include "../detail/buffer.hpp"
+#include "../kernels/functors.hpp"
+#include "../plan/reduce_plan.hpp"
+#include "detail/executor.hpp"
+
+namespace typeshard {
+
+namespace detail {
+
+// The identity of a reduction: what an empty block (uneven shards) contributes.
+template <class T>
+constexpr T reduce_identity(reduction op) {
+  if (op == reduction::max)
+    return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                : std::numeric_limits<T>::lowest();
+  if (op == reduction::min)
+    return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                : std::numeric_limits<T>::max();
+  return T{};
+}
+
+// out[j] = f(out[j], in[i]) for every element i of a row-major block of shape `s`, j its
+// index with the masked dimensions dropped. The innermost dimension runs as a plain loop
+// (a running value when it is reduced, a vector update when it is not).
+template <class T, std::size_t Rank, class F>
+void reduce_block(const T* in, const shape<Rank>& s, const std::array<bool, Rank>& mask, T* out,
+                  F f) {
+  std::array<std::size_t, Rank> stride{};
+  std::size_t st = 1;
+  std::size_t n = 1;
+  for (std::size_t d = Rank; d-- > 0;) {
+    stride[d] = mask[d] ? 0 : st;
+    if (!mask[d]) st *= s[d];
+    n *= s[d];
+  }
+  if (n == 0) return;
+  const std::size_t len = s[Rank - 1];
+  const std::size_t inner = stride[Rank - 1];
+  std::array<std::size_t, Rank> idx{};
+  std::size_t o = 0;
+  for (std::size_t i = 0; i < n; i += len) {
+    if (inner == 0) {
+      T acc = out[o];
+      for (std::size_t k = 0; k < len; ++k) acc = f(acc, in[i + k]);
+      out[o] = acc;
+    } else {
+      for (std::size_t k = 0; k < len; ++k) out[o + k] = f(out[o + k], in[i + k]);
+    }
+    for (std::size_t d = Rank - 1; d-- > 0;) {
+      o += stride[d];
+      if (++idx[d] < s[d]) break;
+      o -= stride[d] * s[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// The local_reduce step on one device's block: the block of the result (reduced dimensions
+// extent 1) as a new buffer; mean's partial sums scaled by 1 / count.
+template <class T, std::size_t Rank>
+buffer<T> local_reduce(reduction op, std::span<const T> in, const shape<Rank>& s,
+                       const std::array<bool, Rank>& mask, double count) {
+  std::size_t n = 1;
+  for (std::size_t d = 0; d < Rank; ++d) n *= mask[d] ? 1 : s[d];
+  buffer<T> out(n);
+  T* o = out.data();
+  for (std::size_t i = 0; i < n; ++i) o[i] = reduce_identity<T>(op);
+  switch (op) {
+    case reduction::sum:
+    case reduction::mean:
+      reduce_block(in.data(), s, mask, o, fn::plus);
+      break;
+    case reduction::max:
+      reduce_block(in.data(), s, mask, o, fn::maximum);
+      break;
+    case reduction::min:
+      reduce_block(in.data(), s, mask, o, fn::minimum);
+      break;
+  }
+  if constexpr (std::is_floating_point_v<T>)
+    if (op == reduction::mean) {
+      const T scale = static_cast<T>(1.0 / count);
+      for (std::size_t i = 0; i < n; ++i) o[i] *= scale;
+    }
+  return out;
+}
+
+// Runs a reduce plan on `a`: one multi-device run in which each device reduces its block and
+// then walks the plan's remaining steps (collectives, slices) in the one executor.
+template <class Plan, class T, class Mesh, class S, class E, class U>
+auto run_reduce(const sharded_array<T, Mesh, S, E, U>& a) {
+  constexpr std::size_t Rank = E::rank;
+  const shape<Rank> global = a.extents();
+  shape<Rank> kept_global = global;
+  double count = 1;
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (Plan::reduced[d]) {
+      kept_global[d] = 1;
+      count *= static_cast<double>(global[d]);
+    }
+  const spec_array<Rank> local = spec_array_of<typename Plan::local_spec, Rank>();
+  const spec_array<Rank> target = spec_array_of<typename Plan::keep_spec, Rank>();
+  const bool even = is_even<Mesh>(local, kept_global) && is_even<Mesh>(target, kept_global);
+  const std::span<const step<Rank>> steps =
+      even ? std::span<const step<Rank>>(Plan::even_steps)
+           : std::span<const step<Rank>>(Plan::uneven_steps);
+
+  std::vector<buffer<T>> out(Mesh::size);
+  backend& b = a.device_mesh().get_backend();
+  for_each_position(a.device_mesh(), [&](std::size_t p) {
+    operand_block<T, Rank> x(nullptr, local, kept_global);
+    // steps[0] is the local_reduce step; the executor runs the rest.
+    x.adopt(local_reduce<T, Rank>(Plan::op, a.local_data(p), a.local_shape(p), Plan::reduced,
+                                  count),
+            local);
+    run_steps<T, Mesh, Rank>(b, p, steps.subspan(1), std::span<operand_block<T, Rank>>(&x, 1),
+                             [](auto) {});
+    take_slices<T, Mesh, Rank>(p, x);
+    out[p] = std::move(x.owned);
+  });
+
+  // The result at the input's rank, then (no copy) at the output's rank.
+  constexpr std::size_t OutRank = Plan::out_rank;
+  shape<OutRank> out_shape{};
+  for (std::size_t j = 0; j < OutRank; ++j) out_shape[j] = kept_global[Plan::kept.dims[j]];
+  using result = sharded_array<T, Mesh, typename Plan::out_spec, typename Plan::out_extents,
+                               typename Plan::out_unreduced>;
+  return result(adopt_shards, a.device_mesh(), out_shape,
+                std::make_shared<const std::vector<buffer<T>>>(std::move(out)));
+}
+
+template <reduction Op, class OutSpec, bool KeepDims, int... Dims, class A>
+auto reduce(const A& a) {
+  using arr = std::remove_cvref_t<A>;
+  using plan = reduce_plan_with<Op, arr, OutSpec, KeepDims, Dims...>;
+  using result = sharded_array<typename arr::value_type, typename arr::mesh_type,
+                               typename plan::out_spec, typename plan::out_extents,
+                               typename plan::out_unreduced>;
+  if constexpr (!plan::valid)
+    // The plan's diagnostic fired: a value of the type the caller expects (never run), so
+    // the code around the call compiles on and the user sees one message.
+    return result(adopt_shards, a.device_mesh(), shape<plan::out_rank>{},
+                  std::shared_ptr<const std::vector<buffer<typename arr::value_type>>>{});
+  else
+    return run_reduce<plan>(a);
+}
+
+}  // namespace detail
+
+// sum<Dims...>(x), sum<OutSpec, Dims...>(x), sum<Dims...>(out_spec, x), each with an optional
+// trailing ts::keep_dims; and the same for mean, max and min.
+#define TYPESHARD_REDUCTION(name)                                                            \
+  template <int... Dims, sharded_array_type A>                                              \
+  auto name(const A& a) {                                                                   \
+    return detail::reduce<reduction::name, auto_out, false, Dims...>(a);                     \
+  }                                                                                         \
+  template <int... Dims, sharded_array_type A>                                              \
+  auto name(const A& a, keep_dims_t) {                                                      \
+    return detail::reduce<reduction::name, auto_out, true, Dims...>(a);                      \
+  }                                                                                         \
+  template <spec_type OutSpec, int... Dims, sharded_array_type A>                           \
+  auto name(const A& a) {                                                                   \
+    return detail::reduce<reduction::name, OutSpec, false, Dims...>(a);                      \
+  }                                                                                         \
+  template <spec_type OutSpec, int... Dims, sharded_array_type A>                           \
+  auto name(const A& a, keep_dims_t) {                                                      \
+    return detail::reduce<reduction::name, OutSpec, true, Dims...>(a);                       \
+  }                                                                                         \
+  template <int... Dims, spec_type OutSpec, sharded_array_type A>                           \
+  auto name(OutSpec, const A& a) {                                                          \
+    return detail::reduce<reduction::name, OutSpec, false, Dims...>(a);                      \
+  }                                                                                         \
+  template <int... Dims, spec_type OutSpec, sharded_array_type A>                           \
+  auto name(OutSpec, const A& a, keep_dims_t) {                                             \
+    return detail::reduce<reduction::name, OutSpec, true, Dims...>(a);                       \
+  }
+TYPESHARD_REDUCTION(sum)
+TYPESHARD_REDUCTION(mean)
+TYPESHARD_REDUCTION(max)
+TYPESHARD_REDUCTION(min)
+#undef TYPESHARD_REDUCTION
+
+}  // namespace typeshard

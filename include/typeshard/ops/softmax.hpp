@@ -1,0 +1,128 @@
+// typeshard/ops/softmax.hpp: softmax and log_softmax along one dimension of a sharded array.
+//
+//   auto p = ts::softmax<-1>(logits);       // logits: spec<"data", "model"> [B, V]
+//   auto l = ts::log_softmax<1>(logits);    // a pmax and a psum over "model", one value per row
+//   using plan = ts::softmax_plan_for<decltype(logits), 1>;   // inspect it
+//
+// Numerically stable (the row maximum is subtracted first), along a sharded dimension too:
+// the plan (plan/softmax_plan.hpp) lists the row statistics' collectives, and this runs
+// exactly its steps in one multi-device run. The result has the input's spec. Dim is a
+// NumPy axis number (-1: the last). Floating-point elements only; an unreduced input does
+// not compile (rule 3: not linear).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../array/sharded_array.hpp"
+#include "../backend/backend.hpp"
+#include "../core/detail/mesh_group.hpp"
+#include "../detail/buffer.hpp"
+#include "../kernels/functors.hpp"
+#include "../plan/softmax_plan.hpp"
+#include "detail/collective_calls.hpp"
+
+namespace typeshard {
+
+namespace detail {
+
+// One device's softmax: its block is [outer, n, inner] around the dimension (n its local
+// extent); the row statistics are [outer, inner].
+template <class Plan, class T, class Mesh, std::size_t Rank>
+void softmax_block(backend& b, std::size_t p, const T* x, const shape<Rank>& s, T* out) {
+  constexpr std::size_t dim = Plan::dim;
+  std::size_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < dim; ++d) outer *= s[d];
+  for (std::size_t d = dim + 1; d < Rank; ++d) inner *= s[d];
+  const std::size_t n = s[dim];
+  const std::size_t rows = outer * inner;
+  buffer<T> max(rows), sum(rows);
+  std::size_t reductions = 0;
+  for (const step<Rank>& st : Plan::steps) {
+    switch (st.kind) {
+      case step_kind::local_reduce:
+        if (reductions++ == 0) {  // the row maximum
+          for (std::size_t r = 0; r < rows; ++r) max.data()[r] = -std::numeric_limits<T>::infinity();
+          for (std::size_t o = 0; o < outer; ++o)
+            for (std::size_t k = 0; k < n; ++k)
+              for (std::size_t i = 0; i < inner; ++i)
+                max.data()[o * inner + i] =
+                    fn::maximum(max.data()[o * inner + i], x[(o * n + k) * inner + i]);
+        } else {  // the row sum of exp(x - max)
+          for (std::size_t r = 0; r < rows; ++r) sum.data()[r] = T{0};
+          for (std::size_t o = 0; o < outer; ++o)
+            for (std::size_t k = 0; k < n; ++k)
+              for (std::size_t i = 0; i < inner; ++i)
+                sum.data()[o * inner + i] +=
+                    std::exp(x[(o * n + k) * inner + i] - max.data()[o * inner + i]);
+        }
+        break;
+      case step_kind::pmax:
+      case step_kind::psum: {
+        const mesh_group<Mesh> g = group_of<Mesh>(st.axes, p);
+        T* stats = st.kind == step_kind::pmax ? max.data() : sum.data();
+        b.all_reduce(backend_group(g), element_type_of<T>,
+                     st.kind == step_kind::pmax ? reduce_op::max : reduce_op::sum, stats, stats,
+                     rows);
+        break;
+      }
+      case step_kind::local_elementwise:
+        for (std::size_t o = 0; o < outer; ++o)
+          for (std::size_t k = 0; k < n; ++k)
+            for (std::size_t i = 0; i < inner; ++i) {
+              const std::size_t e = (o * n + k) * inner + i;
+              const T m = max.data()[o * inner + i], z = sum.data()[o * inner + i];
+              out[e] = Plan::log ? (x[e] - m) - std::log(z) : std::exp(x[e] - m) / z;
+            }
+        break;
+      default:
+        break;  // softmax plans hold no other step
+    }
+  }
+}
+
+template <bool Log, int Dim, class A>
+auto softmax(const A& a) {
+  using arr = std::remove_cvref_t<A>;
+  using plan = softmax_plan_for<arr, Dim, Log>;
+  using T = typename arr::value_type;
+  using Mesh = typename arr::mesh_type;
+  using result = sharded_array<T, Mesh, typename plan::out_spec, typename arr::extents_type>;
+  if constexpr (!plan::valid) {
+    // The plan's diagnostic fired: a value of the type the caller expects (never run).
+    return result(adopt_shards, a.device_mesh(), a.extents(),
+                  std::shared_ptr<const std::vector<buffer<T>>>{});
+  } else {
+    std::vector<buffer<T>> out(Mesh::size);
+    backend& b = a.device_mesh().get_backend();
+    for_each_position(a.device_mesh(), [&](std::size_t p) {
+      const std::span<const T> x = a.local_data(p);
+      buffer<T> y(x.size());
+      softmax_block<plan, T, Mesh, arr::rank>(b, p, x.data(), a.local_shape(p), y.data());
+      out[p] = std::move(y);
+    });
+    return result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
+  }
+}
+
+}  // namespace detail
+
+// softmax<Dim>(x): exp(x - max) / sum(exp(x - max)) along dimension Dim (-1: the last).
+template <int Dim = -1, sharded_array_type A>
+auto softmax(const A& a) {
+  return detail::softmax<false, Dim>(a);
+}
+
+// log_softmax<Dim>(x): (x - max) - log(sum(exp(x - max))) along dimension Dim.
+template <int Dim = -1, sharded_array_type A>
+auto log_softmax(const A& a) {
+  return detail::softmax<true, Dim>(a);
+}
+
+}  // namespace typeshard

@@ -1,0 +1,476 @@
+// typeshard/plan/reduce_plan.hpp: the compile-time plan of a reduction (DESIGN rule 7).
+//
+//   using X = ts::sharded_array<float, mesh_2x2, ts::spec<"x", "y">, ts::dextents<2>>;
+//   using plan = ts::reduce_plan_for<ts::reduction::sum, X, 1>;       // ts::sum<1>(x)
+//   static_assert(std::is_same_v<plan::out_spec, ts::spec<"x">>);
+//   static_assert(std::is_same_v<plan::out_unreduced, ts::unreduced<"y">>);
+//   static_assert(ts::communication_free<plan>);                       // sums stay partial
+//   using pmax = ts::reduce_plan_for<ts::reduction::max, X, 1>;        // ts::max<1>(x)
+//   static_assert(pmax::steps[1].kind == ts::step_kind::pmax);         // all-reduce max over y
+//   pmax::describe();   // "local reduce(array); pmax(array, over y)"
+//
+// A reduction over dimensions D of an array sharded by S: every device reduces its own block
+// over D (a `local_reduce` step); the block of a dimension sharded over axes A holds part of
+// it, so the local result is partial over A (the partial axes: those of every dimension in
+// D). Then:
+//   - sum, mean: the result is unreduced over the partial axes (plus the input's own
+//     unreduced axes: a sum is linear), no communication; ts::reshard reduces it when the
+//     caller wants. mean scales each partial sum by 1 / (the GLOBAL count of the reduced
+//     elements), so uneven shards give the right mean and the scaling commutes with the sum.
+//   - max, min: a pmax / pmin (all-reduce max / min) over the partial axes, so the result is
+//     replicated over them; an empty block (uneven shards) contributes the identity (-inf for
+//     max). max and min are not linear: an unreduced input is a rule 3 error.
+//   - with an output spec named (ts::sum<OutSpec, Dims...>(x)), the result is then resharded
+//     to it, fully reduced: the steps of the reshard plan (psum, psum_scatter, gathers,
+//     slices) follow, as ts::matmul<OutSpec> reduces its partial sums.
+// The plan works at the input's rank, the reduced dimensions kept with extent 1 and spec
+// none; the result drops them unless ts::keep_dims is passed (no copy: a kept dimension of
+// extent 1 does not change the layout). A reduction over every dimension without keep_dims
+// gives a rank-1 array of extent 1 (arrays have rank >= 1).
+//
+//   reduce_plan<Op, Mesh, Spec, Extents, T = float, Unreduced = unreduced<>,
+//               OutSpec = ts::auto_out, KeepDims = false, Dims...>   // Dims: none = all
+//   reduce_plan_for<Op, X, Dims...>                  // what ts::sum<Dims...>(x) runs
+//   reduce_plan_with<Op, X, OutSpec, KeepDims, Dims...>
+//
+// Members: valid, reduced (the mask of reduced dimensions), partial_axes, local_spec (after
+// the local reduction, at the input's rank), out_spec, out_unreduced, out_extents, steps
+// (std::array<ts::step<rank>, N>), even_steps / uneven_steps (as reshard plans: which runs
+// is decided by the extents), communicates, collectives, bytes_per_device / flops_per_device
+// (static extents), describe(). ts::communication_free holds when no collective runs.
+//
+// Compile-time vocabulary only: no runtime header is included.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../core/detail/diagnose.hpp"
+#include "../core/detail/spec_layout.hpp"
+#include "../core/extents.hpp"
+#include "../core/mesh.hpp"
+#include "../core/rules/rule3_unreduced.hpp"
+#include "../core/rules/rule7_reduce.hpp"
+#include "../core/spec.hpp"
+#include "../core/unreduced.hpp"
+#include "reshard_plan.hpp"
+#include "step.hpp"
+
+namespace typeshard {
+
+// reduction: what a reduction computes.
+enum class reduction { sum, mean, max, min };
+
+constexpr const char* to_string(reduction r) {
+  switch (r) {
+    case reduction::sum: return "sum";
+    case reduction::mean: return "mean";
+    case reduction::max: return "max";
+    case reduction::min: return "min";
+  }
+  return "?";
+}
+
+// keep_dims: pass it to keep the reduced dimensions, with extent 1 (NumPy's keepdims=True).
+struct keep_dims_t {
+  explicit constexpr keep_dims_t() = default;
+};
+inline constexpr keep_dims_t keep_dims{};
+
+// The tag "no output spec named" (defined in plan/matmul_plan.hpp; a tag needs no body).
+struct auto_out;
+
+namespace detail {
+
+// ---- which dimensions: NumPy's axis numbers (negative counts from the last) ---------------
+
+struct reduce_dims_problem {
+  enum kind { none, out_of_range, repeated } what = none;
+  int dim = 0;
+};
+
+template <std::size_t Rank, int... Dims>
+constexpr reduce_dims_problem find_reduce_dims_problem() {
+  std::array<bool, Rank> seen{};
+  for (const int d : std::array<int, sizeof...(Dims)>{Dims...}) {
+    const long long r = static_cast<long long>(Rank);
+    if (d >= r || d < -r) return {reduce_dims_problem::out_of_range, d};
+    const std::size_t i = static_cast<std::size_t>(d < 0 ? d + r : d);
+    if (seen[i]) return {reduce_dims_problem::repeated, d};
+    seen[i] = true;
+  }
+  return {};
+}
+
+// The reduced dimensions as a mask (no Dims: every dimension).
+template <std::size_t Rank, int... Dims>
+constexpr std::array<bool, Rank> reduced_mask() {
+  std::array<bool, Rank> m{};
+  if constexpr (sizeof...(Dims) == 0) {
+    m.fill(true);
+  } else {
+    for (const int d : std::array<int, sizeof...(Dims)>{Dims...}) {
+      const long long i = d < 0 ? d + static_cast<long long>(Rank) : d;
+      if (i >= 0 && i < static_cast<long long>(Rank)) {
+        m[static_cast<std::size_t>(i)] = true;
+      } else {
+        // Out of range (rule 7 fired): mark the last dimension not yet marked, so the
+        // result still has the rank the caller expects and nothing else fails.
+        for (std::size_t k = Rank; k-- > 0;)
+          if (!m[k]) {
+            m[k] = true;
+            break;
+          }
+      }
+    }
+  }
+  return m;
+}
+
+// The input dimensions the result keeps, in order (its dimension j is input dimension
+// kept[j]); without keep_dims and with every dimension reduced, dimension 0 stands for the
+// rank-1 extent-1 result.
+template <std::size_t Rank>
+struct kept_dims {
+  std::array<std::size_t, Rank> dims{};
+  std::size_t count = 0;
+};
+template <std::size_t Rank>
+constexpr kept_dims<Rank> kept_dims_of(const std::array<bool, Rank>& mask, bool keep_all) {
+  kept_dims<Rank> k;
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (keep_all || !mask[d]) k.dims[k.count++] = d;
+  if (k.count == 0) k.dims[k.count++] = 0;
+  return k;
+}
+
+// The mesh axes the reduced dimensions are sharded over, in dimension order.
+template <std::size_t Rank>
+constexpr std::size_t partial_axis_count(const spec_array<Rank>& s,
+                                         const std::array<bool, Rank>& mask) {
+  std::size_t n = 0;
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (mask[d]) n += s[d].count;
+  return n;
+}
+template <std::size_t Rank>
+constexpr dim_spec partial_axes_of(const spec_array<Rank>& s, const std::array<bool, Rank>& mask) {
+  dim_spec out;
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (mask[d])
+      for (std::size_t a = 0; a < s[d].count && out.count < dim_spec::max_axes; ++a)
+        out.axes[out.count++] = s[d].axes[a];
+  return out;
+}
+
+// `a` followed by the axes of `b` (disjoint: an unreduced axis never shards a dimension).
+constexpr dim_spec join_axes(const dim_spec& a, const dim_spec& b) {
+  dim_spec out = a;
+  for (std::size_t i = 0; i < b.count && out.count < dim_spec::max_axes; ++i)
+    out.axes[out.count++] = b.axes[i];
+  return out;
+}
+
+template <std::size_t Rank>
+constexpr spec_array<Rank> without_reduced(spec_array<Rank> s, const std::array<bool, Rank>& mask) {
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (mask[d]) s[d] = dim_spec{};
+  return s;
+}
+
+// The unreduced type over a list of axes
+// (functions for decltype: clang 14 crashes on `List.count` in a default template argument).
+template <dim_spec List, std::size_t... I>
+unreduced<List.axes[I]...> reduce_unreduced_from(std::index_sequence<I...>);
+
+// The result's extents: at the input's rank with the reduced dimensions kept (extent 1),
+// and at the output's rank. Types and integers only as template arguments: g++ 12 confuses
+// function templates whose arguments are std::array<bool, N> values.
+template <class Extents, bool Keep, int... Dims>
+struct reduce_extents {
+  static constexpr std::size_t rank = Extents::rank;
+  static constexpr std::array<bool, rank> mask = reduced_mask<rank, Dims...>();
+  static constexpr kept_dims<rank> kept = kept_dims_of<rank>(mask, Keep);
+  static constexpr std::size_t keep_extent(std::size_t d) {
+    return mask[d] ? std::size_t{1} : Extents::static_extents[d];
+  }
+  template <std::size_t... D>
+  static extents<keep_extent(D)...> keep_of(std::index_sequence<D...>);
+  template <std::size_t... J>
+  static extents<keep_extent(kept.dims[J])...> out_of(std::index_sequence<J...>);
+  using keep_type = decltype(keep_of(std::make_index_sequence<rank>{}));
+  using out_type = decltype(out_of(std::make_index_sequence<kept.count>{}));
+};
+
+// The output spec at the input's rank: OutSpec's entries on the kept dimensions, none on the
+// others.
+template <class OutSpec, std::size_t Rank, std::size_t OutRank>
+constexpr spec_array<Rank> spread_out_spec(const kept_dims<Rank>& k) {
+  spec_array<Rank> s{};
+  for (std::size_t j = 0; j < k.count && j < OutRank; ++j) s[k.dims[j]] = OutSpec::dim(j);
+  return s;
+}
+
+// Checks a reduction's inputs; fires exactly one diagnostic and returns false on the first
+// problem (in the order a reader would fix them).
+template <reduction Op, class Mesh, class Spec, std::size_t Rank, class T, class U, class OutSpec,
+          std::size_t OutRank, int... Dims>
+constexpr bool check_reduce_inputs() {
+  constexpr reduce_dims_problem p = find_reduce_dims_problem<Rank, Dims...>();
+  if constexpr (p.what == reduce_dims_problem::out_of_range) {
+    return require<false, diagnostic::reduce_dim_out_of_range<p.dim, Rank>>::value && false;
+  } else if constexpr (p.what == reduce_dims_problem::repeated) {
+    return require<false, diagnostic::reduce_dim_repeated<p.dim>>::value && false;
+  } else if constexpr (Op == reduction::mean && !std::is_floating_point_v<T>) {
+    return require<false, diagnostic::mean_needs_floating_point<T>>::value && false;
+  } else if constexpr ((Op == reduction::max || Op == reduction::min) && !U::empty) {
+    return require<false, diagnostic::nonlinear_op_on_unreduced<U>>::value && false;
+  } else if constexpr (!check_spec<Mesh, Spec, Rank>()) {
+    return false;  // rule 1 fired
+  } else if constexpr (U::size + partial_axis_count(spec_array_of<Spec, Rank>(),
+                                                    reduced_mask<Rank, Dims...>()) >
+                       dim_spec::max_axes) {
+    return require<false, diagnostic::too_many_unreduced_axes<
+                              U::size + partial_axis_count(spec_array_of<Spec, Rank>(),
+                                                           reduced_mask<Rank, Dims...>())>>::value &&
+           false;
+  } else if constexpr (!std::is_same_v<OutSpec, auto_out>) {
+    return check_spec<Mesh, OutSpec, OutRank>();  // rule 1 on the named output spec
+  } else {
+    return true;
+  }
+}
+
+// The plan's first steps: the local reduction and, for max and min, the collective.
+template <std::size_t Rank>
+constexpr step_array<Rank, 2> reduce_prefix(reduction op, const spec_array<Rank>& in,
+                                            const std::array<bool, Rank>& mask,
+                                            const dim_spec& unreduced) {
+  step_array<Rank, 2> out;
+  const dim_spec partial = partial_axes_of(in, mask);
+  const spec_array<Rank> local = without_reduced(in, mask);
+  std::size_t first = 0;
+  while (first + 1 < Rank && !mask[first]) ++first;
+  const bool linear = op == reduction::sum || op == reduction::mean;
+  out.push(step<Rank>{step_kind::local_reduce, step_operand::array, first, first, partial, local,
+                      linear ? join_axes(unreduced, partial) : partial});
+  if (!linear && partial.count != 0)
+    out.push(step<Rank>{op == reduction::max ? step_kind::pmax : step_kind::pmin,
+                        step_operand::array, first, first, partial, local, dim_spec{}});
+  return out;
+}
+
+template <std::size_t Rank, std::size_t N, std::size_t M>
+constexpr std::array<step<Rank>, N + M> concat_steps(const std::array<step<Rank>, N>& a,
+                                                     const std::array<step<Rank>, M>& b) {
+  std::array<step<Rank>, N + M> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = a[i];
+  for (std::size_t i = 0; i < M; ++i) out[N + i] = b[i];
+  return out;
+}
+
+template <std::size_t Rank, std::size_t N>
+constexpr std::size_t count_collectives(const std::array<step<Rank>, N>& steps) {
+  std::size_t n = 0;
+  for (const step<Rank>& s : steps) n += s.communicates() ? 1 : 0;
+  return n;
+}
+
+// The spec types of a plan, entry by entry from fresh values: spec<entry(I)...> rather than
+// spec<Array[I]...> of a constexpr member, which g++ 12 fails to substitute for some values
+// (multi-axis entries copied out of a constexpr object, as detail/matmul_planner.hpp notes).
+template <class InSpec, std::size_t Rank, class OutSpec, bool Named, bool Keep, int... Dims>
+struct reduce_spec_types {
+  static constexpr std::size_t out_rank =
+      kept_dims_of<Rank>(reduced_mask<Rank, Dims...>(), Keep).count;
+  static constexpr dim_spec local_entry(std::size_t d) {
+    return reduced_mask<Rank, Dims...>()[d] ? dim_spec{} : InSpec::dim(d);
+  }
+  static constexpr dim_spec target_entry(std::size_t d) {
+    if constexpr (Named) {
+      return spread_out_spec<OutSpec, Rank, out_rank>(
+          kept_dims_of<Rank>(reduced_mask<Rank, Dims...>(), Keep))[d];
+    } else {
+      return local_entry(d);
+    }
+  }
+  static constexpr dim_spec out_entry(std::size_t j) {
+    return target_entry(kept_dims_of<Rank>(reduced_mask<Rank, Dims...>(), Keep).dims[j]);
+  }
+  template <std::size_t... I>
+  static spec<local_entry(I)...> local_of(std::index_sequence<I...>);
+  template <std::size_t... I>
+  static spec<target_entry(I)...> target_of(std::index_sequence<I...>);
+  template <std::size_t... I>
+  static spec<out_entry(I)...> out_of(std::index_sequence<I...>);
+  using local_type = decltype(local_of(std::make_index_sequence<Rank>{}));
+  using target_type = decltype(target_of(std::make_index_sequence<Rank>{}));
+  using out_type = decltype(out_of(std::make_index_sequence<out_rank>{}));
+};
+
+// Bytes received per device by a plan's collectives on an array of global extents `global`
+// (the keep-dims shape: what the collectives move), as matmul plans count them: psum, pmax
+// and pmin 2 (n - 1) / n of the block, psum_scatter and all_to_all (n - 1) / n, all_gather
+// (n - 1) blocks, for groups of n devices.
+template <class Mesh, std::size_t Rank, std::size_t N>
+constexpr double bytes_received(const std::array<step<Rank>, N>& steps, spec_array<Rank> cur,
+                                const shape<Rank>& global, std::size_t element_size) {
+  double bytes = 0;
+  for (const step<Rank>& s : steps) {
+    double block = 1;
+    for (std::size_t e : block_shape_of<Mesh>(cur, global)) block *= static_cast<double>(e);
+    const double n = static_cast<double>(shards_of<Mesh>(s.axes));
+    double moved = 0;
+    switch (s.kind) {
+      case step_kind::psum:
+      case step_kind::pmax:
+      case step_kind::pmin: moved = 2 * (n - 1) / n * block; break;
+      case step_kind::psum_scatter:
+      case step_kind::all_to_all: moved = (n - 1) / n * block; break;
+      case step_kind::all_gather: moved = (n - 1) * block; break;
+      default: break;
+    }
+    bytes += moved * static_cast<double>(element_size);
+    cur = s.spec_after;
+  }
+  return bytes;
+}
+
+}  // namespace detail
+
+template <reduction Op, mesh_type Mesh, spec_type Spec, extents_type Extents, class T = float,
+          unreduced_type Unreduced = unreduced<>, class OutSpec = auto_out, bool KeepDims = false,
+          int... Dims>
+struct reduce_plan {
+  static constexpr std::size_t rank = Extents::rank;
+  static constexpr reduction op = Op;
+  static constexpr bool keeps_dims = KeepDims;
+  static constexpr bool out_named = !std::is_same_v<OutSpec, auto_out>;
+  using mesh_type = Mesh;
+  using value_type = T;
+  using in_spec = typename detail::padded_spec<Spec, rank>::type;
+
+  // Which dimensions are reduced, and which the result keeps.
+  static constexpr std::array<bool, rank> reduced = detail::reduced_mask<rank, Dims...>();
+  static constexpr detail::kept_dims<rank> kept = detail::kept_dims_of<rank>(reduced, KeepDims);
+  static constexpr std::size_t out_rank = kept.count;
+
+  // Whether the inputs satisfy rules 1, 3 and 7 (else exactly one diagnostic fired).
+  static constexpr bool valid =
+      detail::check_reduce_inputs<Op, Mesh, Spec, rank, T, Unreduced, OutSpec, out_rank,
+                                  Dims...>();
+
+ private:
+  static constexpr detail::spec_array<rank> in_ = detail::spec_array_of<in_spec, rank>();
+  static constexpr detail::step_array<rank, 2> prefix_ =
+      detail::reduce_prefix(Op, in_, reduced, detail::unreduced_list<Unreduced>());
+  static constexpr dim_spec after_prefix_ = prefix_.steps[prefix_.count - 1].unreduced_after;
+  using spec_types = detail::reduce_spec_types<in_spec, rank, OutSpec, out_named && valid,
+                                               KeepDims, Dims...>;
+
+ public:
+  // The mesh axes of the reduced dimensions: the local results are partial over them.
+  static constexpr dim_spec partial_axes = detail::partial_axes_of(in_, reduced);
+
+  // The sharding after the local reduction, at the input's rank (reduced dimensions none).
+  using local_spec = typename spec_types::local_type;
+  // The result at the input's rank (reduced dimensions extent 1), before dropping them.
+  using keep_extents = typename detail::reduce_extents<Extents, KeepDims, Dims...>::keep_type;
+  using keep_spec = typename spec_types::target_type;
+  using keep_unreduced = std::conditional_t<
+      out_named, unreduced<>,
+      decltype(detail::reduce_unreduced_from<after_prefix_>(
+          std::make_index_sequence<after_prefix_.count>{}))>;
+
+  // The result's type: out_spec, out_unreduced, out_extents (rank out_rank).
+  using out_spec = typename spec_types::out_type;
+  using out_unreduced = keep_unreduced;
+  using out_extents = typename detail::reduce_extents<Extents, KeepDims, Dims...>::out_type;
+
+  // The reshard that follows the local steps when an output spec is named (else empty).
+  using out_reshard = reshard_plan<
+      Mesh, local_spec, keep_spec, keep_extents,
+      decltype(detail::reduce_unreduced_from<after_prefix_>(
+          std::make_index_sequence<after_prefix_.count>{}))>;
+
+  // The local reduction (and the pmax / pmin of max and min), then the reshard's steps: when
+  // the shards divide evenly, when they do not, and the ones the extents select (as
+  // reshard_plan: with dynamic extents the run time picks even_steps or uneven_steps).
+  static constexpr std::array<step<rank>, prefix_.count> local_steps =
+      detail::take_steps<prefix_.count>(prefix_);
+  static constexpr auto even_steps = [] {
+    if constexpr (out_named && valid)
+      return detail::concat_steps(local_steps, out_reshard::even_steps);
+    else
+      return local_steps;
+  }();
+  static constexpr auto uneven_steps = [] {
+    if constexpr (out_named && valid)
+      return detail::concat_steps(local_steps, out_reshard::uneven_steps);
+    else
+      return local_steps;
+  }();
+  static constexpr auto steps = [] {
+    if constexpr (out_named && valid)
+      return detail::concat_steps(local_steps, out_reshard::steps);
+    else
+      return local_steps;
+  }();
+
+  // How many collectives run, and whether any may (for dynamic extents: in either variant).
+  static constexpr std::size_t collectives = detail::count_collectives(steps);
+  static constexpr bool communicates = detail::count_collectives(even_steps) != 0 ||
+                                       detail::count_collectives(uneven_steps) != 0;
+
+  // With static extents: bytes received per device by the collectives, and the local
+  // reduction's operations per device (one per element of the largest block); 0 when an
+  // extent is dynamic.
+  static constexpr bool extents_static = Extents::all_static;
+  static constexpr std::size_t bytes_per_device = [] {
+    if constexpr (extents_static && valid) {
+      shape<rank> g{};
+      for (std::size_t d = 0; d < rank; ++d) g[d] = keep_extents::static_extents[d];
+      return static_cast<std::size_t>(
+          detail::bytes_received<Mesh>(steps, detail::spec_array_of<local_spec, rank>(), g,
+                                       sizeof(T)) +
+          0.5);
+    } else {
+      return std::size_t{0};
+    }
+  }();
+  static constexpr double flops_per_device = [] {
+    if constexpr (extents_static && valid) {
+      shape<rank> g{};
+      for (std::size_t d = 0; d < rank; ++d) g[d] = Extents::static_extents[d];
+      double n = 1;
+      for (std::size_t e : detail::block_shape_of<Mesh>(detail::spec_array_of<in_spec, rank>(), g))
+        n *= static_cast<double>(e);
+      return n;
+    } else {
+      return 0.0;
+    }
+  }();
+
+  // "local reduce(array); pmax(array, over y)".
+  static std::string describe() {
+    std::string out;
+    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].call_string();
+    return out;
+  }
+};
+
+// reduce_plan_for<Op, X, Dims...>: the plan ts::sum<Dims...>(x) (mean, max, min) runs on an
+// array of type X; reduce_plan_with names the output spec (or ts::auto_out) and keep_dims.
+template <reduction Op, class X, int... Dims>
+using reduce_plan_for =
+    reduce_plan<Op, typename X::mesh_type, typename X::spec, typename X::extents_type,
+                typename X::value_type, typename X::unreduced_type, auto_out, false, Dims...>;
+template <reduction Op, class X, class OutSpec, bool KeepDims, int... Dims>
+using reduce_plan_with =
+    reduce_plan<Op, typename X::mesh_type, typename X::spec, typename X::extents_type,
+                typename X::value_type, typename X::unreduced_type, OutSpec, KeepDims, Dims...>;
+
+}  // namespace typeshard

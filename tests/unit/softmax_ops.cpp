@@ -1,0 +1,120 @@
+// ts::softmax and ts::log_softmax against a serial loop over the same host data: every valid
+// spec of ranks 1 and 2 and every second of rank 3 on the (2,2) and (2,4) meshes, the dimension rotating with the spec's
+// number (negative numbers included), on an even shape, an uneven one and a random one (0 and
+// fewer elements than shards included). Large values (up to 600) check the stability: a
+// naive exp would overflow. The plan's collectives are checked against the spec: a pmax and
+// a psum over the dimension's axes, none when it is unsharded.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include <typeshard/typeshard.hpp>
+
+#include "support/foundation.hpp"
+
+namespace {
+
+namespace ts = typeshard;
+
+using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
+using mesh_2x4 = ts::mesh<ts::axis("x", 2), ts::axis("y", 4)>;
+
+// The serial reference along dimension `dim` of a row-major tensor of shape s.
+std::vector<double> reference(const std::vector<double>& x, const std::vector<std::size_t>& s,
+                              std::size_t dim, bool log) {
+  std::size_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < dim; ++d) outer *= s[d];
+  for (std::size_t d = dim + 1; d < s.size(); ++d) inner *= s[d];
+  const std::size_t n = s[dim];
+  std::vector<double> out(x.size());
+  for (std::size_t o = 0; o < outer; ++o)
+    for (std::size_t i = 0; i < inner; ++i) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (std::size_t k = 0; k < n; ++k) m = std::max(m, x[(o * n + k) * inner + i]);
+      double z = 0;
+      for (std::size_t k = 0; k < n; ++k) z += std::exp(x[(o * n + k) * inner + i] - m);
+      for (std::size_t k = 0; k < n; ++k) {
+        const double v = x[(o * n + k) * inner + i];
+        out[(o * n + k) * inner + i] = log ? (v - m) - std::log(z) : std::exp(v - m) / z;
+      }
+    }
+  return out;
+}
+
+void compare(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= 1e-12 * std::max(1.0, std::abs(want[i])))) {
+      CAPTURE(i, got[i], want[i]);
+      FAIL("softmax differs from the serial loop");
+    }
+}
+
+template <class Mesh, class Spec, std::size_t Rank, int Dim>
+void check_spec_case(const ts::device_mesh<Mesh>& m, std::mt19937_64& rng) {
+  using layout = ts::layout<Mesh, Spec, Rank>;
+  constexpr std::size_t dim = Dim < 0 ? static_cast<std::size_t>(Dim + static_cast<int>(Rank))
+                                      : static_cast<std::size_t>(Dim);
+  std::vector<ts::shape<Rank>> shapes(3);
+  for (std::size_t d = 0; d < Rank; ++d) {
+    const std::size_t k = layout::shards_along(d);
+    shapes[0][d] = k * (1 + d % 2);
+    shapes[1][d] = k > 1 ? 2 * k - 1 : 3;
+  }
+  shapes[2] = ts_test::random_shape<layout>(rng, 200);
+  for (const ts::shape<Rank>& s : shapes) {
+    INFO("mesh " << Mesh::to_string() << " spec " << Spec::to_string() << " shape "
+                 << ts::to_string(s) << " dimension " << Dim);
+    ts::host_tensor<double, Rank> host(s);
+    std::uniform_real_distribution<double> v(-5, 600);
+    for (double& e : host.values()) e = v(rng);
+    const auto x = ts::device_put<Spec>(m, host);
+    using X = std::remove_cvref_t<decltype(x)>;
+    using plan = ts::softmax_plan_for<X, Dim>;
+    static_assert(plan::collectives == (layout::shards_along(dim) > 1 ? 2 : 0));
+    static_assert(ts::communication_free<plan> == (layout::shards_along(dim) == 1));
+    const auto p = ts::softmax<Dim>(x);
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(p)>, X>);
+    const std::vector<double> xs(host.values().begin(), host.values().end());
+    const std::vector<std::size_t> sv(s.begin(), s.end());
+    const auto hp = ts::to_host(p);
+    compare(std::vector<double>(hp.values().begin(), hp.values().end()),
+            reference(xs, sv, dim, false));
+    const auto hl = ts::to_host(ts::log_softmax<Dim>(x));
+    compare(std::vector<double>(hl.values().begin(), hl.values().end()),
+            reference(xs, sv, dim, true));
+  }
+}
+
+// Every spec (Stride 1), or every Stride-th (to keep the compile within budget).
+template <class Mesh, std::size_t Rank, std::size_t Stride = 1>
+void check_mesh_rank(ts::cpu_devices& devices, std::mt19937_64& rng) {
+  const ts::device_mesh<Mesh> m{devices};
+  ts_test::for_each_spec_sampled<Mesh, Rank, Stride>([&]<class Spec, std::size_t I>() {
+    // Dimension I mod rank, counted from the back every second time.
+    constexpr int d = static_cast<int>((I + Mesh::size) % Rank);
+    check_spec_case<Mesh, Spec, Rank, (I % 2 == 1 ? d - static_cast<int>(Rank) : d)>(m, rng);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("softmax and log_softmax agree with a serial loop, every spec of ranks 1 to 3",
+          "[softmax][property]") {
+  INFO(ts_test::seed_message());
+  std::mt19937_64 rng(ts_test::seed());
+  ts::cpu_devices devices{8};
+  check_mesh_rank<mesh_2x2, 1>(devices, rng);
+  check_mesh_rank<mesh_2x2, 2>(devices, rng);
+  check_mesh_rank<mesh_2x2, 3, 2>(devices, rng);  // 10 of its 19 specs
+  check_mesh_rank<mesh_2x4, 1>(devices, rng);
+  check_mesh_rank<mesh_2x4, 2>(devices, rng);
+  check_mesh_rank<mesh_2x4, 3, 2>(devices, rng);
+}
