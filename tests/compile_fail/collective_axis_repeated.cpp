@@ -1,5 +1,5 @@
-// expect: typeshard: collectives: a mesh axis is named twice in one collective
-// psum<"x", "x"> would sum over x twice; the note names the axis: collective_axis_repeated<'x'>.
+// expect: typeshard: rule 4 \(shard_map\): a collective names a mesh axis twice
+// all_gather<"x", "x"> would gather over x twice; the note names the axis: collective_axis_repeated<'x'>.
 #include <typeshard/typeshard.hpp>
 
 namespace ts = typeshard;
@@ -15,5 +15,5 @@ auto total(const ts::device_mesh<mesh_2x2>& m, const ts::host_tensor<float, 2>& 
     return ts::all_gather<"x">(b, 0);
 #endif
   });
-  return f(a);
+  return ts::to_host(f(a));
 }

@@ -43,6 +43,7 @@
 #include "../core/rules/rule2_matmul.hpp"
 #include "../core/rules/rule4_shard_map.hpp"
 #include "../core/rules/rule5_elementwise.hpp"
+#include "../core/rules/rule8_dimension_moves.hpp"
 
 namespace typeshard {
 
@@ -413,6 +414,21 @@ struct transpose_t {
   template <class B>
   const B& operator()(const transposed<B>& t) const {
     return t.base();
+  }
+  // A sharded array (the global view): its transpose, ts::permute<1, 0>(a) of
+  // ops/dims.hpp (rule 8), found in the array's namespace when this is instantiated, so
+  // this layer includes no operation.
+  template <class A>
+    requires(!block_type<A> && !transposed_block<A> &&
+             requires { typename A::unreduced_type; typename A::layout_type; })
+  auto operator()(const A& a) const {
+    if constexpr (A::rank != 2) {
+      static_assert(
+          detail::require<false, diagnostic::transpose_rank_not_two<A::rank>>::value);
+      return a;
+    } else {
+      return permute<1, 0>(a);
+    }
   }
 };
 inline constexpr transpose_t transpose{};

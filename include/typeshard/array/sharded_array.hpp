@@ -170,31 +170,51 @@ void for_each_position(const device_mesh<Mesh>& m, Body&& body) {
 
 }  // namespace detail
 
+namespace detail {
+
+template <class B, std::size_t Rank>
+inline constexpr bool is_host_tensor_of_rank = false;
+template <class T, std::size_t Rank>
+inline constexpr bool is_host_tensor_of_rank<host_tensor<T, Rank>, Rank> = true;
+
+// What device_put returns after its diagnostic fired: an array of the data's rank, so the
+// code using it compiles on and the diagnostic stays the only error. Never run.
+template <class T, class Mesh, class Spec, std::size_t Rank>
+sharded_array<T, Mesh, Spec, dextents<Rank>> after_diagnostic(const device_mesh<Mesh>& m) {
+  return {adopt_shards, m, shape<Rank>{}, std::vector<buffer<T>>(Mesh::size)};
+}
+
+}  // namespace detail
+
 // device_put<Spec>(mesh, host): shards host data over the mesh (each device copies its
 // slices in parallel). With Extents, dimensions given statically must match the data.
 template <spec_type Spec, class Extents = void, mesh_type Mesh, class T,
           std::size_t Rank>
 auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
-  static_assert(detail::require<E::rank == Rank,
-                                diagnostic::extents_rank_differs_from_data<E::rank, Rank>>::value);
-  using array_type = sharded_array<T, Mesh, Spec, E>;
-  using layout_type = typename array_type::layout_type;
-  array_type::check_static_extents(host.extents());
+  if constexpr (E::rank != Rank) {
+    static_assert(detail::require<false,
+                                  diagnostic::extents_rank_differs_from_data<E::rank, Rank>>::value);
+    return detail::after_diagnostic<T, Mesh, Spec, Rank>(m);  // one error only
+  } else {
+    using array_type = sharded_array<T, Mesh, Spec, E>;
+    using layout_type = typename array_type::layout_type;
+    array_type::check_static_extents(host.extents());
 
-  std::vector<detail::buffer<T>> buffers(Mesh::size);
-  detail::for_each_position(m, [&](std::size_t p) {
-    const index_slices<Rank> ix = layout_type::index(host.extents(), p);
-    shape<Rank> origin{}, local{};
-    for (std::size_t d = 0; d < Rank; ++d) {
-      origin[d] = ix[d].start;
-      local[d] = ix[d].size();
-    }
-    detail::buffer<T> b(host_tensor<T, Rank>::element_count(local));
-    detail::copy_box(host.data(), host.extents(), origin, b.data(), local, shape<Rank>{}, local);
-    buffers[p] = std::move(b);
-  });
-  return array_type(adopt_shards, m, host.extents(), std::move(buffers));
+    std::vector<detail::buffer<T>> buffers(Mesh::size);
+    detail::for_each_position(m, [&](std::size_t p) {
+      const index_slices<Rank> ix = layout_type::index(host.extents(), p);
+      shape<Rank> origin{}, local{};
+      for (std::size_t d = 0; d < Rank; ++d) {
+        origin[d] = ix[d].start;
+        local[d] = ix[d].size();
+      }
+      detail::buffer<T> b(host_tensor<T, Rank>::element_count(local));
+      detail::copy_box(host.data(), host.extents(), origin, b.data(), local, shape<Rank>{}, local);
+      buffers[p] = std::move(b);
+    });
+    return array_type(adopt_shards, m, host.extents(), std::move(buffers));
+  }
 }
 
 // device_put<Spec>(mesh, global_shape, make_block): each device's block comes from
@@ -206,32 +226,37 @@ template <spec_type Spec, class Extents = void, mesh_type Mesh, std::size_t Rank
   requires std::invocable<F&, const index_slices<Rank>&>
 auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_block) {
   using block_type = std::remove_cvref_t<std::invoke_result_t<F&, const index_slices<Rank>&>>;
-  static_assert(detail::require<
-                std::is_same_v<block_type, host_tensor<typename block_type::value_type, Rank>>,
-                diagnostic::make_block_result_not_a_shard<block_type, Rank>>::value);
-  using T = typename block_type::value_type;
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
-  static_assert(detail::require<E::rank == Rank,
-                                diagnostic::extents_rank_differs_from_shape<E::rank, Rank>>::value);
-  using array_type = sharded_array<T, Mesh, Spec, E>;
-  using layout_type = typename array_type::layout_type;
-  array_type::check_static_extents(global);
+  if constexpr (!detail::is_host_tensor_of_rank<block_type, Rank>) {
+    static_assert(detail::require<false, diagnostic::make_block_result_not_a_shard<block_type,
+                                                                                   Rank>>::value);
+    return detail::after_diagnostic<float, Mesh, Spec, Rank>(m);  // one error only
+  } else if constexpr (E::rank != Rank) {
+    static_assert(detail::require<false, diagnostic::extents_rank_differs_from_shape<E::rank,
+                                                                                     Rank>>::value);
+    return detail::after_diagnostic<typename block_type::value_type, Mesh, Spec, Rank>(m);
+  } else {
+    using T = typename block_type::value_type;
+    using array_type = sharded_array<T, Mesh, Spec, E>;
+    using layout_type = typename array_type::layout_type;
+    array_type::check_static_extents(global);
 
-  std::vector<detail::buffer<T>> buffers(Mesh::size);
-  detail::for_each_position(m, [&](std::size_t p) {
-    const index_slices<Rank> ix = layout_type::index(global, p);
-    const shape<Rank> local = layout_type::local_shape(global, p);
-    const host_tensor<T, Rank> block = make_block(ix);
-    if (block.extents() != local)
-      throw shape_error("typeshard: device_put: make_block returned a block of shape " +
-                        to_string(block.extents()) + " for the slices " + to_string(ix) +
-                        " of mesh position " + std::to_string(p) + ", which have shape " +
-                        to_string(local) + "; return exactly the slices asked for");
-    detail::buffer<T> b(block.size());
-    if (block.size() != 0) std::memcpy(b.data(), block.data(), block.size() * sizeof(T));
-    buffers[p] = std::move(b);
-  });
-  return array_type(adopt_shards, m, global, std::move(buffers));
+    std::vector<detail::buffer<T>> buffers(Mesh::size);
+    detail::for_each_position(m, [&](std::size_t p) {
+      const index_slices<Rank> ix = layout_type::index(global, p);
+      const shape<Rank> local = layout_type::local_shape(global, p);
+      const host_tensor<T, Rank> block = make_block(ix);
+      if (block.extents() != local)
+        throw shape_error("typeshard: device_put: make_block returned a block of shape " +
+                          to_string(block.extents()) + " for the slices " + to_string(ix) +
+                          " of mesh position " + std::to_string(p) + ", which have shape " +
+                          to_string(local) + "; return exactly the slices asked for");
+      detail::buffer<T> b(block.size());
+      if (block.size() != 0) std::memcpy(b.data(), block.data(), block.size() * sizeof(T));
+      buffers[p] = std::move(b);
+    });
+    return array_type(adopt_shards, m, global, std::move(buffers));
+  }
 }
 
 namespace detail {

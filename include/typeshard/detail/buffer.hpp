@@ -15,6 +15,8 @@
 #include <type_traits>
 
 #include "../core/config.hpp"
+#include "../core/detail/diagnose.hpp"
+#include "../core/rules/elements.hpp"
 #include "../core/errors.hpp"
 
 
@@ -115,9 +117,11 @@ TYPESHARD_RUNTIME_DECL void free_block(void* p, std::size_t bytes);
 // there, unless the block is one the pool (above) recycles.
 template <class T>
 class buffer {
-  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
-                "typeshard: sharded arrays hold trivially copyable element types "
-                "(arithmetic types, std::complex, plain structs)");
+  // Through detail::require: the failing static_assert sits in the diagnostic, not in this
+  // class, so clang does not mark buffer<T> invalid and report every use of it again.
+  static_assert(detail::require<std::is_trivially_copyable_v<T> &&
+                                    std::is_trivially_destructible_v<T>,
+                                diagnostic::element_not_trivially_copyable<T>>::value);
 
  public:
   buffer() = default;

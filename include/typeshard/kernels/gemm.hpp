@@ -132,18 +132,22 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t l
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "typeshard: kernels::gemm supports float and double; convert the operands "
                 "or write a per-shard kernel with shard_map");
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // an empty sum: C = 0, or C unchanged when accumulating
-    if (!accumulate)
-      for (std::size_t i = 0; i < m; ++i)
-        for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
-    return;
-  }
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+    return;  // only the message above: nothing below is instantiated for T
+  } else {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {  // an empty sum: C = 0, or C unchanged when accumulating
+      if (!accumulate)
+        for (std::size_t i = 0; i < m; ++i)
+          for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
+      return;
+    }
 #if defined(TYPESHARD_HAVE_CBLAS)
-  if (gemm_uses_blas() && detail::gemm_cblas(m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops))
-    return;
+    if (gemm_uses_blas() && detail::gemm_cblas(m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops))
+      return;
 #endif
-  gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops);
+    gemm_blocked<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops);
+  }
 }
 
 #if defined(TYPESHARD_SEPARATE_COMPILATION)

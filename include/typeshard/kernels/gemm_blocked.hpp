@@ -187,32 +187,36 @@ void gemm_blocked_at(gemm_isa isa, std::size_t m, std::size_t n, std::size_t k, 
                      bool accumulate, gemm_ops ops = {}) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "typeshard: kernels::gemm_blocked supports float and double");
-  if (m == 0 || n == 0) return;
-  // Element (i, p) of op(A) is a[i*ars + p*acs], element (p, j) of op(B) is b[p*brs + j*bcs].
-  const std::size_t ars = ops.trans_a ? 1 : lda, acs = ops.trans_a ? lda : 1;
-  const std::size_t brs = ops.trans_b ? 1 : ldb, bcs = ops.trans_b ? ldb : 1;
-  // Below about one register tile's worth of work per output row, packing costs more than
-  // it saves.
-  constexpr std::size_t small = 4 * 6 * 16 * 6;
-  if (k == 0 || m * n * k <= small) {
-    gemm_naive(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
-    return;
-  }
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+    return;  // only the message above: nothing below is instantiated for T
+  } else {
+    if (m == 0 || n == 0) return;
+    // Element (i, p) of op(A) is a[i*ars + p*acs], element (p, j) of op(B) is b[p*brs + j*bcs].
+    const std::size_t ars = ops.trans_a ? 1 : lda, acs = ops.trans_a ? lda : 1;
+    const std::size_t brs = ops.trans_b ? 1 : ldb, bcs = ops.trans_b ? ldb : 1;
+    // Below about one register tile's worth of work per output row, packing costs more than
+    // it saves.
+    constexpr std::size_t small = 4 * 6 * 16 * 6;
+    if (k == 0 || m * n * k <= small) {
+      gemm_naive(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
+      return;
+    }
 #if defined(TYPESHARD_GEMM_X86)  // elsewhere only the portable level exists (gemm_isa.hpp)
-  switch (gemm_isa_capped(isa)) {
-    case gemm_isa::avx512:
-      return gemm_packed<T, gemm_isa::avx512>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
+    switch (gemm_isa_capped(isa)) {
+      case gemm_isa::avx512:
+        return gemm_packed<T, gemm_isa::avx512>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
+                                                accumulate);
+      case gemm_isa::avx2:
+        return gemm_packed<T, gemm_isa::avx2>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
                                               accumulate);
-    case gemm_isa::avx2:
-      return gemm_packed<T, gemm_isa::avx2>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
-                                            accumulate);
-    case gemm_isa::portable:
-      break;
-  }
+      case gemm_isa::portable:
+        break;
+    }
 #else
-  (void)isa;
+    (void)isa;
 #endif
-  gemm_packed<T, gemm_isa::portable>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
+    gemm_packed<T, gemm_isa::portable>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
+  }
 }
 
 }  // namespace detail

@@ -170,6 +170,11 @@ void check_even_blocks(const A& a, std::size_t argument) {
   }
 }
 
+// An lvalue of T where a diagnostic has fired: declared only (the program never links, as it
+// never compiles), unlike std::declval usable in evaluated code.
+template <class T>
+T& declared_only();
+
 template <class Mesh, class Spec, class A>
 using input_block = block<typename A::value_type, A::rank, Mesh, vary_of_spec<Mesh, Spec>>;
 
@@ -264,13 +269,60 @@ class shard_mapped {
   auto operator()(const A&... args) const {
     if constexpr (!detail::check_arguments<Mesh, ins, A...>(
                       std::index_sequence_for<A...>{})) {
-      return 0;  // the diagnostic fired; stop here so nothing cascades
+      // The diagnostic fired; stop here so nothing cascades, returning what the call would
+      // have returned where f can still tell (one argument per in spec).
+      if constexpr (ins::size == sizeof...(A))
+        return after_diagnostic<result_of<std::index_sequence_for<A...>, A...>>();
+      else
+        return 0;
     } else {
       return call(std::index_sequence_for<A...>{}, args...);
     }
   }
 
  private:
+  // The type f returns on the blocks of arguments A (its blocks are typed by Mesh and the in
+  // specs, so this holds even when an argument is on another mesh).
+  template <class Indices, class... A>
+  struct result_of_impl;
+  template <std::size_t... I, class... A>
+  struct result_of_impl<std::index_sequence<I...>, A...> {
+    using type = std::remove_cvref_t<decltype(std::declval<const shard_mapped&>().invoke(
+        std::declval<const shard_context<Mesh>&>(),
+        std::declval<detail::input_block<Mesh, typename detail::spec_element<I, ins>::type,
+                                         A>&>()...))>;
+  };
+  template <class Indices, class... A>
+  using result_of = typename result_of_impl<Indices, A...>::type;
+
+  // The arrays a call returning R produces, made without running anything: what the call
+  // returns after a diagnostic fired, so that the code using its result compiles on and
+  // the diagnostic stays the only error. (An R that is not blocks for every out spec has
+  // no such arrays: then 0.)
+  template <class R, std::size_t... O>
+  static auto outputs_of(std::index_sequence<O...>) {
+    using blocks = typename detail::result_blocks<R>::tuple;
+    auto outputs = std::make_tuple(
+        sharded_array<typename std::tuple_element_t<O, blocks>::value_type, Mesh,
+                      typename detail::spec_element<O, outs>::type,
+                      dextents<std::tuple_element_t<O, blocks>::rank>>(
+            adopt_shards, detail::declared_only<const device_mesh<Mesh>>(), {},
+            std::vector<detail::buffer<
+                typename std::tuple_element_t<O, blocks>::value_type>>())...);
+    if constexpr (detail::is_specs_v<OutSpecs>)
+      return outputs;
+    else
+      return std::get<0>(std::move(outputs));
+  }
+  template <class R>
+  static auto after_diagnostic() {
+    if constexpr (detail::result_blocks<R>::valid &&
+                  std::tuple_size_v<typename detail::result_blocks<R>::tuple> == outs::size)
+      return outputs_of<R>(std::make_index_sequence<outs::size>{});
+    else
+      return 0;
+  }
+
   template <std::size_t... I, class... A>
   auto call(std::index_sequence<I...>, const A&... args) const {
     auto inputs = std::make_tuple(
@@ -293,7 +345,7 @@ class shard_mapped {
                                          A>&>()...))>;
     if constexpr (!detail::check_outputs<Mesh, outs, R>(
                       std::make_index_sequence<outs::size>{})) {
-      return 0;
+      return after_diagnostic<R>();  // the diagnostic fired: nothing else may
     } else {
       using result_tuple = typename detail::result_blocks<R>::tuple;
       return run<R, result_tuple>(m, inputs, std::index_sequence<I...>{},

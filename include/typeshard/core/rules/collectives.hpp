@@ -1,5 +1,6 @@
-// typeshard/core/rules/collectives.hpp: the messages of collectives: a collective inside
-// shard_map names mesh axes, each once, at most 4.
+// typeshard/core/rules/collectives.hpp: the messages of collectives, part of rule 4
+// (shard_map): a collective inside shard_map names axes of the block's mesh, each once, at
+// most 4.
 //
 // Checked in: ops/collectives.hpp (detail::check_collective_axes).
 // Compile-fail tests: tests/compile_fail/collective_*.cpp. Table: docs/rules.md.
@@ -14,10 +15,21 @@
 namespace typeshard::diagnostic {
 
 template <char... Axis>
+struct collective_unknown_axis {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_chars<Axis...>,
+                  "typeshard: rule 4 (shard_map): a collective names an axis the mesh does "
+                  "not have; fix: name one of the axes of the block's mesh, e.g. "
+                  "ts::psum<\"x\">(block) on a mesh with an axis \"x\"");
+    return true;
+  }
+};
+
+template <char... Axis>
 struct collective_axis_repeated {
   static constexpr bool fire() {
     static_assert(detail::always_false_chars<Axis...>,
-                  "typeshard: collectives: a mesh axis is named twice in one collective; "
+                  "typeshard: rule 4 (shard_map): a collective names a mesh axis twice; "
                   "fix: name each axis once, e.g. ts::psum<\"x\", \"y\">(block)");
     return true;
   }
@@ -27,8 +39,8 @@ template <std::size_t Count>
 struct collective_too_many_axes {
   static constexpr bool fire() {
     static_assert(detail::always_false_values<Count>,
-                  "typeshard: collectives: at most 4 mesh axes per collective; fix: split it "
-                  "into several collectives");
+                  "typeshard: rule 4 (shard_map): a collective names more than 4 mesh axes; "
+                  "fix: split it into several collectives");
     return true;
   }
 };
