@@ -2,7 +2,6 @@
 // numbers on MPI ranks as on the thread pool (whose own correctness the unit tests check
 // against serial references), uneven shards included. The collectives these plans add (pmax,
 // pmin, and the psum of a sum resharded or of softmax's row sums) run through MPI_Allreduce.
-#define CATCH_CONFIG_RUNNER
 #include "support.hpp"
 
 #include <cmath>

@@ -10,6 +10,10 @@
 // - shared_seed() is one random seed, the same on every rank (rank 0's, broadcast).
 #pragma once
 
+#if defined(CATCH_CONFIG_RUNNER) && !defined(TYPESHARD_MPI_TEST_MAIN)
+#error "tests/mpi: main and Catch2's runner come from support/main.cpp (linked for you); remove #define CATCH_CONFIG_RUNNER"
+#endif
+
 #include <catch2/catch.hpp>
 
 #include <mpi.h>

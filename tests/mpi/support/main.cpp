@@ -7,6 +7,7 @@
 // of its own last assertion.
 #define CATCH_CONFIG_NO_POSIX_SIGNALS
 #define CATCH_CONFIG_RUNNER
+#define TYPESHARD_MPI_TEST_MAIN  // support.hpp: this is the one file that may define the runner
 // g++ 12 at -O3 warns falsely inside Catch2's implementation (-Wrestrict on
 // std::string::insert in Session::runInternal, GCC PR 105329): silenced for that header only.
 #if defined(__GNUC__) && !defined(__clang__)
