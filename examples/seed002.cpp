@@ -225,9 +225,9 @@ double serial_step(std::vector<host_layer>& params, const host_matrix& inputs,
 // ---- the distributed MLP: global-view operations, collectives chosen by the plans ------------
 
 // The helpers this section once wrote by hand inside ts::shard_map (transpose, the bias add,
-// the column sums, the sum of squared errors: 73 lines; the file went from 766 to 706 lines)
-// are now global-view ops: ts::transpose,
-// `z + b` (NumPy broadcasting), ts::sum. sum_of_squared_errors stays as a name for the loss.
+// the column sums and the sum of squared errors: 73 lines; the file went from 766 to 707
+// lines) are now global-view ops: ts::transpose, `z + b` (NumPy broadcasting), ts::sum and
+// ts::map. sum_of_squared_errors stays, as the loss's name.
 
 // sum((p - t)^2) over the whole array, in double: local sums, then (the output spec names the
 // result replicated) a psum over every axis the arrays are sharded over. Returns the
