@@ -315,26 +315,29 @@ host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents
   host_tensor<T, Rank> out(a.extents());
   // A process that does not hold every shard (an MPI rank) gathers them from its peers;
   // the thread pool holds them all and copies in place, as before.
-  // On MPI, processes outside the mesh then receive it by a broadcast (so every process of
-  // the program must call to_host there, as every process runs the same program).
-  for (device_id d : a.device_mesh().devices())
-    if (!a.device_mesh().get_backend().is_addressable(d)) {
-      detail::gather_to_host(a, out);
-      if (Mesh::size < a.device_mesh().get_backend().device_count())
-        detail::broadcast_to_host(a.device_mesh(), out);
-      return out;
-    }
-  detail::for_each_position(a.device_mesh(), [&](std::size_t p) {
-    if (!layout_type::is_primary(p)) return;  // replicas hold the same slices
-    const index_slices<Rank> ix = a.index(p);
-    shape<Rank> origin{}, local{};
-    for (std::size_t d = 0; d < Rank; ++d) {
-      origin[d] = ix[d].start;
-      local[d] = ix[d].size();
-    }
-    detail::copy_box(a.local_data(p).data(), local, shape<Rank>{}, out.data(), a.extents(), origin,
-                     local);
-  });
+  const device_mesh<Mesh>& m = a.device_mesh();
+  backend& b = m.get_backend();
+  bool all_here = true;
+  for (device_id d : m.devices()) all_here = all_here && b.is_addressable(d);
+  if (!all_here) {
+    detail::gather_to_host(a, out);
+  } else {
+    detail::for_each_position(m, [&](std::size_t p) {
+      if (!layout_type::is_primary(p)) return;  // replicas hold the same slices
+      const index_slices<Rank> ix = a.index(p);
+      shape<Rank> origin{}, local{};
+      for (std::size_t d = 0; d < Rank; ++d) {
+        origin[d] = ix[d].start;
+        local[d] = ix[d].size();
+      }
+      detail::copy_box(a.local_data(p).data(), local, shape<Rank>{}, out.data(), a.extents(),
+                       origin, local);
+    });
+  }
+  // With several processes (MPI), those outside the mesh then receive it by a broadcast:
+  // decided the same way on every process, so every process of the program must call
+  // to_host (as every process runs the same program).
+  if (b.process_count() > 1 && Mesh::size < b.device_count()) detail::broadcast_to_host(m, out);
   return out;
 }
 
