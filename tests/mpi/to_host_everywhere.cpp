@@ -45,3 +45,23 @@ TEST_CASE("to_host works on every rank, also outside the array's mesh", "[mpi][a
   check_everywhere<mesh_2, ts::spec<>>({1, 0}, ts::shape<3>{2, 3, 2});  // replicated
   check_everywhere<mesh_2, ts::spec<"x">>({0, 1}, ts::shape<1>{0});     // empty
 }
+
+TEST_CASE("device_put moves an array to another set of ranks", "[mpi][api]") {
+  const std::size_t n = mpi_test::devices().process_count();
+  using mesh_1 = ts::mesh<ts::axis("x", 1)>;
+  using mesh_2 = ts::mesh<ts::axis("x", 2)>;
+  const auto host = numbered<float>(ts::shape<2>{5, 3});  // uneven over 2
+  {
+    const ts::device_mesh<mesh_1> from{mpi_test::devices(), {0}}, to{mpi_test::devices(), {n - 1}};
+    const auto moved = ts::device_put(ts::device_put<ts::spec<"x">>(from, host), to);
+    const auto back = ts::to_host(moved);
+    for (std::size_t i = 0; i < host.size(); ++i) REQUIRE(back.values()[i] == host.values()[i]);
+  }
+  if (n >= 4) {
+    const ts::device_mesh<mesh_2> from{mpi_test::devices(), {0, 1}}, to{mpi_test::devices(), {3, 2}};
+    const auto a = ts::device_put<ts::spec<"x", ts::none>>(from, host);
+    const auto moved = ts::reshard<ts::spec<ts::none, "x">>(a, to);
+    const auto back = ts::to_host(moved);
+    for (std::size_t i = 0; i < host.size(); ++i) REQUIRE(back.values()[i] == host.values()[i]);
+  }
+}
