@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   const auto A_replicated = ts::device_put<P_repl, mat16>(mesh, A);
   const auto B_replicated = ts::device_put<P_repl, mat16>(mesh, B);
 
-  section("3", "A and B partitioned, A partitioned, B partitioned: no communication");
+  section("3.0", "A and B partitioned, A partitioned, B partitioned: no communication");
   const auto C_row_col_global = ts::matmul(A_sharded, B_sharded);
   const auto C_row_repl_global = ts::matmul(A_sharded, B_replicated);
   const auto C_repl_col_global = ts::matmul(A_replicated, B_sharded);

@@ -273,12 +273,7 @@ void gather_to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a,
   std::size_t first = Mesh::size;  // the first addressable position places the result
   for (std::size_t p = Mesh::size; p-- > 0;)
     if (b.is_addressable(m.device_at(p))) first = p;
-  if (first == Mesh::size)
-    throw usage_error("typeshard: to_host: this process (process " +
-                      std::to_string(b.process_index()) + " of " +
-                      std::to_string(b.process_count()) + ") holds none of the devices of " +
-                      m.to_string() + ", so it takes no part in gathering the array; call "
-                      "to_host only on the processes of the array's devices");
+  if (first == Mesh::size) return;  // a process outside the mesh gets it by broadcast_to_host
   std::vector<std::size_t> everyone(Mesh::size), counts(Mesh::size), offsets(Mesh::size);
   std::size_t total = 0;
   for (std::size_t p = 0; p < Mesh::size; ++p) {
@@ -308,11 +303,35 @@ void gather_to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a,
   });
 }
 
+// After gather_to_host: the whole array from the mesh's first device to every device of the
+// backend (an all-gather in which only that device contributes, i.e. a broadcast over all
+// processes). Needed when the mesh holds only some of the devices, so that to_host works on
+// every process of an SPMD program, as jax.experimental.multihost_utils.process_allgather
+// does; it makes to_host collective over all processes in that case.
+template <class T, std::size_t Rank, class Mesh>
+void broadcast_to_host(const device_mesh<Mesh>& m, host_tensor<T, Rank>& out) {
+  backend& b = m.get_backend();
+  const std::size_t n = b.device_count();
+  std::vector<device_id> all(n);
+  std::vector<std::size_t> members(n), counts(n, 0);
+  for (std::size_t d = 0; d < n; ++d) all[d] = members[d] = d;
+  const device_id source = m.device_at(0);
+  counts[source] = host_tensor<T, Rank>::element_count(out.extents());
+  b.run(std::span<const device_id>(all), [&](std::size_t p) {
+    buffer<T> received(counts[source]);
+    b.all_gather(collective_group{members, p}, element_type_of<T>,
+                 p == source ? out.data() : nullptr, received.data(), 1, counts);
+    if (p != source && counts[source] != 0)
+      std::memcpy(out.data(), received.data(), counts[source] * sizeof(T));
+  });
+}
+
 }  // namespace detail
 
 // to_host(array): the whole array in host memory (each primary shard copies its block in
-// parallel). Where a process holds only some shards (MPI), every process of the array's
-// devices must call it, and each gets the whole array (JAX's process_allgather). A value still unreduced over some axis must be reduced first (rule 3).
+// parallel). Where a process holds only some shards (MPI), every process of the program
+// must call it, and each gets the whole array (JAX's process_allgather), also a process
+// that holds none of the array's devices (it receives a broadcast). A value still unreduced over some axis must be reduced first (rule 3).
 template <class T, class Mesh, class Spec, class Extents, class Unreduced>
 host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a) {
   static_assert(detail::require<Unreduced::empty, diagnostic::to_host_unreduced<Unreduced>>::value);
@@ -321,22 +340,29 @@ host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents
   host_tensor<T, Rank> out(a.extents());
   // A process that does not hold every shard (an MPI rank) gathers them from its peers;
   // the thread pool holds them all and copies in place, as before.
-  for (device_id d : a.device_mesh().devices())
-    if (!a.device_mesh().get_backend().is_addressable(d)) {
-      detail::gather_to_host(a, out);
-      return out;
-    }
-  detail::for_each_position(a.device_mesh(), [&](std::size_t p) {
-    if (!layout_type::is_primary(p)) return;  // replicas hold the same slices
-    const index_slices<Rank> ix = a.index(p);
-    shape<Rank> origin{}, local{};
-    for (std::size_t d = 0; d < Rank; ++d) {
-      origin[d] = ix[d].start;
-      local[d] = ix[d].size();
-    }
-    detail::copy_box(a.local_data(p).data(), local, shape<Rank>{}, out.data(), a.extents(), origin,
-                     local);
-  });
+  const device_mesh<Mesh>& m = a.device_mesh();
+  backend& b = m.get_backend();
+  bool all_here = true;
+  for (device_id d : m.devices()) all_here = all_here && b.is_addressable(d);
+  if (!all_here) {
+    detail::gather_to_host(a, out);
+  } else {
+    detail::for_each_position(m, [&](std::size_t p) {
+      if (!layout_type::is_primary(p)) return;  // replicas hold the same slices
+      const index_slices<Rank> ix = a.index(p);
+      shape<Rank> origin{}, local{};
+      for (std::size_t d = 0; d < Rank; ++d) {
+        origin[d] = ix[d].start;
+        local[d] = ix[d].size();
+      }
+      detail::copy_box(a.local_data(p).data(), local, shape<Rank>{}, out.data(), a.extents(),
+                       origin, local);
+    });
+  }
+  // With several processes (MPI), those outside the mesh then receive it by a broadcast:
+  // decided the same way on every process, so every process of the program must call
+  // to_host (as every process runs the same program).
+  if (b.process_count() > 1 && Mesh::size < b.device_count()) detail::broadcast_to_host(m, out);
   return out;
 }
 

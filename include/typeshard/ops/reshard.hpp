@@ -109,26 +109,23 @@ auto reshard(const A& a) {
 }
 
 // reshard<Spec>(a, target): the same values sharded by Spec on another device mesh of the
-// same mesh type. The target must use the same devices (of the same backend), in any
-// order: the array is resharded where it is, then each block moves to the device that
-// holds its position in the target (one permute). Different device sets are an error, as
-// in JAX (seed 002): move data between device sets with to_host and device_put.
+// same mesh type. Onto the same devices (of the same backend), in any order: the array is
+// resharded where it is, then each block moves to the device that holds its position in
+// the target (one permute). Onto another device set (JAX's device_put onto other devices):
+// through the host, to_host then device_put, which on MPI every process must call (to_host
+// reaches processes outside the source mesh by a broadcast).
 template <spec_type Spec, sharded_array_type A>
 auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target) {
   using Mesh = typename A::mesh_type;
   using T = typename A::value_type;
   constexpr std::size_t Rank = A::rank;
   const device_mesh<Mesh>& source = a.device_mesh();
-  if (&source.get_backend() != &target.get_backend() ||
-      !detail::same_device_set(source.devices(), target.devices()))
-    throw device_mesh_error(
-        "typeshard: reshard: cannot move an array between device meshes with different "
-        "devices: it lives on " + source.to_string() + ", the target is " + target.to_string() +
-        "; reshard only onto a reordering of the same devices (or go through to_host and "
-        "device_put)");
   auto here = reshard<Spec>(a);
   using result = decltype(here);
   if (source == target) return here;
+  if (&source.get_backend() != &target.get_backend() ||
+      !detail::same_device_set(source.devices(), target.devices()))
+    return device_put<Spec, typename result::extents_type>(target, to_host(here));
   {
     // Device source.devices()[p] holds position p's block; it must end up holding the
     // block of the target position q with target.devices()[q] == source.devices()[p].
@@ -169,6 +166,13 @@ auto psum(const A& a) {
     return detail::reshard_keeping<typename A::spec,
                                    typename detail::unreduced_minus<U, Axes...>::type>(a);
   }
+}
+
+// device_put(a, target): the same array, with the same spec, on another device mesh of its
+// mesh type (jax.device_put(x, NamedSharding(other_mesh, spec))): reshard<Spec>(a, target).
+template <sharded_array_type A>
+auto device_put(const A& a, const device_mesh<typename A::mesh_type>& target) {
+  return reshard<typename A::spec>(a, target);
 }
 
 }  // namespace typeshard
