@@ -356,7 +356,7 @@ TEST_CASE("bad input: every run-time error names the problem and the fix, and le
         "on devices [4, 5, 6, 7]", "ts::reshard"},
        [&](guard& g) { (void)(g.watch(a44) + g.watch(b44)); }},
       {"matmul operands on different devices", expect<ts::device_mesh_error>("device_mesh_error"),
-       {"matmul: the operands live on different devices", "device_put it on the other's mesh"},
+       {"matmul: the operands live on different devices", "ts::device_put(x, other.device_mesh())"},
        [&](guard& g) { (void)ts::matmul(g.watch(a44), g.watch(b44)); }},
       {"shard_map arguments on different devices", expect<ts::device_mesh_error>("device_mesh_error"),
        {"shard_map: argument 1 lives on", "put every argument on the same devices"},

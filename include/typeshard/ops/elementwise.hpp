@@ -140,7 +140,8 @@ void check_same_devices(const A& a, const B& b, const char* op) {
     throw device_mesh_error(std::string("typeshard: ") + op +
                             ": the operands live on different devices: " +
                             a.device_mesh().to_string() + " and " + b.device_mesh().to_string() +
-                            "; move one with ts::reshard or device_put it on the other's mesh");
+                            "; fix: move one onto the other's devices with ts::device_put(x, "
+                            "other.device_mesh()) (or ts::reshard<Spec>(x, mesh))");
 }
 
 }  // namespace detail

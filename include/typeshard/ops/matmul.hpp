@@ -145,8 +145,8 @@ void check_matmul_operands(const A& a, const B& b) {
   if (!(a.device_mesh() == b.device_mesh()))
     throw device_mesh_error("typeshard: matmul: the operands live on different devices: " +
                             a.device_mesh().to_string() + " and " + b.device_mesh().to_string() +
-                            "; move one with ts::reshard(x, mesh) or device_put it on the "
-                            "other's mesh");
+                            "; fix: move one onto the other's devices with ts::device_put(x, "
+                            "other.device_mesh()) (or ts::reshard<Spec>(x, mesh))");
   if (a.extent(R - 1) != b.extent(R - 2))
     throw shape_error("typeshard: matmul: lhs has " + std::to_string(a.extent(R - 1)) +
                       " columns (J, its last dimension) but rhs has " +
