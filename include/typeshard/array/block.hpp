@@ -454,30 +454,15 @@ std::string operand_shape(const X& x) {
 
 // ---- local matmul ------------------------------------------------------------------------
 
-// matmul(a, b): the local product of two blocks, C[..., m, n] = A[..., m, k] . B[..., k, n]
-// (leading batch dimensions of equal extents, or b of rank 2 shared by every batch). It
-// varies over the union of the operands' axes. No communication: inside shard_map the
-// collectives are the program's own (a contraction over a sharded dimension gives each
-// device a partial sum; psum or psum_scatter it). float and double use kernels::gemm.
-// Either operand may be a transposed view of a rank-2 block, ts::transpose(x): the product
-// reads it in place (kernels::gemm's trans flags), and extents, checks and messages are the
-// transposed ones.
+namespace detail {
+
+// The product of ts::matmul(block, block) once its operands are known to fit.
 template <class A, class B>
-  requires((block_type<A> || transposed_block<A>) && (block_type<B> || transposed_block<B>))
-auto matmul(const A& a, const B& b) {
+auto block_product(const A& a, const B& b) {
   using arr_a = std::remove_cvref_t<A>;
   using arr_b = std::remove_cvref_t<B>;
   using T = typename arr_a::value_type;
   constexpr std::size_t R = arr_a::rank;
-  static_assert(detail::require<std::is_same_v<T, typename arr_b::value_type>,
-                                diagnostic::block_matmul_element_types_differ<
-                                    T, typename arr_b::value_type>>::value);
-  static_assert(detail::require<std::is_same_v<typename arr_a::mesh_type,
-                                               typename arr_b::mesh_type>,
-                                diagnostic::block_matmul_meshes_differ<
-                                    typename arr_a::mesh_type, typename arr_b::mesh_type>>::value);
-  static_assert(detail::require<(R >= 2 && (arr_b::rank == 2 || arr_b::rank == R)),
-                                diagnostic::block_matmul_ranks_unsupported<R, arr_b::rank>>::value);
   constexpr std::size_t RB = arr_b::rank;
   constexpr bool ta = transposed_block<A>, tb = transposed_block<B>;
   const std::size_t m = a.extent(R - 2), k = a.extent(R - 1);
@@ -515,6 +500,44 @@ auto matmul(const A& a, const B& b) {
   }
   return block<T, R, typename arr_a::mesh_type, arr_a::varying | arr_b::varying>(
       a.context(), out_shape, std::move(c));
+}
+
+}  // namespace detail
+
+// matmul(a, b): the local product of two blocks, C[..., m, n] = A[..., m, k] . B[..., k, n]
+// (leading batch dimensions of equal extents, or b of rank 2 shared by every batch). It
+// varies over the union of the operands' axes. No communication: inside shard_map the
+// collectives are the program's own (a contraction over a sharded dimension gives each
+// device a partial sum; psum or psum_scatter it). float and double use kernels::gemm.
+// Either operand may be a transposed view of a rank-2 block, ts::transpose(x): the product
+// reads it in place (kernels::gemm's trans flags), and extents, checks and messages are the
+// transposed ones.
+template <class A, class B>
+  requires((block_type<A> || transposed_block<A>) && (block_type<B> || transposed_block<B>))
+auto matmul(const A& a, const B& b) {
+  using arr_a = std::remove_cvref_t<A>;
+  using arr_b = std::remove_cvref_t<B>;
+  using T = typename arr_a::value_type;
+  constexpr std::size_t R = arr_a::rank;
+  // One diagnostic at most, then stop: a second error (from detail::block_product on
+  // operands it cannot take) would only repeat the first (docs/rules.md: one error per
+  // mistake).
+  if constexpr (!std::is_same_v<T, typename arr_b::value_type>) {
+    static_assert(detail::require<false, diagnostic::block_matmul_element_types_differ<
+                                             T, typename arr_b::value_type>>::value);
+    return a;
+  } else if constexpr (!std::is_same_v<typename arr_a::mesh_type, typename arr_b::mesh_type>) {
+    static_assert(detail::require<false, diagnostic::block_matmul_meshes_differ<
+                                             typename arr_a::mesh_type,
+                                             typename arr_b::mesh_type>>::value);
+    return a;
+  } else if constexpr (!(R >= 2 && (arr_b::rank == 2 || arr_b::rank == R))) {
+    static_assert(detail::require<false,
+                                  diagnostic::block_matmul_ranks_unsupported<R, arr_b::rank>>::value);
+    return a;
+  } else {
+    return detail::block_product(a, b);
+  }
 }
 
 }  // namespace typeshard

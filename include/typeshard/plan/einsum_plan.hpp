@@ -103,7 +103,9 @@ template <einsum_subscripts S, class Mesh, class Lhs, class Rhs, class Out, clas
 constexpr bool check_einsum_inputs() {
   constexpr einsum_equation eq = equation_of<S>;
   constexpr letter_extent_mismatch bad = einsum_extent_mismatch<S, LE, RE>();
-  if constexpr (eq.error == einsum_parse_error::malformed ||
+  if constexpr (eq.error == einsum_parse_error::too_long) {
+    return false;  // einsum_subscripts' own static_assert fired where the string was made
+  } else if constexpr (eq.error == einsum_parse_error::malformed ||
                 eq.error == einsum_parse_error::operand_too_long) {
     return require<false, diagnostic::einsum_subscripts_malformed<eq.position>>::value && false;
   } else if constexpr (eq.error == einsum_parse_error::letter_repeated) {

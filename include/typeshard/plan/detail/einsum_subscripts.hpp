@@ -31,12 +31,14 @@ inline constexpr std::size_t max_einsum_rank = 8;  // per operand; more letters:
 struct einsum_subscripts {
   char chars[detail::max_einsum_subscripts_length + 1]{};
   std::size_t length = 0;
+  bool too_long = false;  // the string was cut (its diagnostic fired): nothing else may fire
 
   constexpr einsum_subscripts() = default;
   template <std::size_t N>
   consteval einsum_subscripts(const char (&text)[N])  // NOLINT: implicit on purpose
       : length(N - 1 <= detail::max_einsum_subscripts_length ? N - 1
-                                                              : detail::max_einsum_subscripts_length) {
+                                                              : detail::max_einsum_subscripts_length),
+        too_long(N - 1 > detail::max_einsum_subscripts_length) {
     static_assert(N - 1 <= detail::max_einsum_subscripts_length,
                   "typeshard: rule 2 (einsum): subscripts too long: at most 63 characters; fix: "
                   "use fewer dimensions (reshape first)");
@@ -52,6 +54,7 @@ enum class einsum_role { batch, contracting, lhs_free, rhs_free, lhs_summed, rhs
 
 enum class einsum_parse_error {
   none,
+  too_long,            // longer than einsum_subscripts holds (diagnosed where it was made)
   malformed,           // not <letters>,<letters>-><letters>
   operand_too_long,    // more than max_einsum_rank letters in one part
   letter_repeated,     // `letter` twice in one operand or in the output
@@ -143,7 +146,12 @@ constexpr einsum_equation parse_einsum(std::string_view s) {
 }
 
 template <einsum_subscripts S>
-inline constexpr einsum_equation equation_of = parse_einsum(S.view());
+inline constexpr einsum_equation equation_of = [] {
+  if (!S.too_long) return parse_einsum(S.view());
+  einsum_equation e;
+  e.error = einsum_parse_error::too_long;
+  return e;
+}();
 
 }  // namespace detail
 }  // namespace typeshard
