@@ -547,6 +547,11 @@ int main(int argc, char** argv) {
     const auto y2 = ts::device_put<pos_4x2>(pmesh, x);
     const auto z2 = ts::device_put<pos_4x2>(permuted, x);
     expect_error("y + z on permuted devices", [&] { (void)(y2 + z2); });
+
+    // The fix the message names (JAX's jax.device_put(z, y.sharding)): move one operand onto
+    // the other's devices first.
+    const auto sum = y + ts::device_put(z, first_half);
+    std::cout << "y + ts::device_put(z, first_half): on " << sum.device_mesh().to_string() << "\n";
     // doc-snippet-end
 
     // JAX's uncommitted arrays (jnp.ones_like(y), jnp.arange(y.size).reshape(y.shape)) can meet

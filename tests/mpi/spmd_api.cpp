@@ -275,7 +275,7 @@ TEST_CASE("a device mesh over some of the ranks", "[mpi][api]") {
       REQUIRE(ts::to_host(b) == host);
     } else {
       REQUIRE(b.addressable_shards().empty());
-      REQUIRE_THROWS_AS(ts::to_host(b), ts::usage_error);
+      REQUIRE(ts::to_host(b) == host);  // sent by the mesh's first process to every rank
     }
   };
   if (n == 4) check(ts::mesh<ts::axis("x", 2)>{});
