@@ -405,7 +405,7 @@ TEST_CASE("faults: a device function throwing before, between, inside or after c
     run_fault_matrix<coll::all_to_all>(devices, m);
     run_fault_matrix<coll::shift>(devices, m);
   }
-  CHECK(thread_count() == threads_before);  // every device thread joined
+  CHECK(threads_return_to(threads_before));  // every device thread joined
 }
 
 // ---- a local matmul inside shard_map (Megatron's MLP block) -------------------------------------
@@ -638,7 +638,7 @@ TEST_CASE("faults: allocation failures at every point of device_put, to_host, el
     }
     CHECK(points > 100);
   }
-  CHECK(thread_count() == threads_before);
+  CHECK(threads_return_to(threads_before));
 }
 
 #endif  // RELIABILITY_ALLOCATION_HOOK
@@ -706,7 +706,7 @@ TEST_CASE("pool: destroying cpu_devices while another thread's run() is in progr
       INFO("device " << i << ", round " << r);
       CHECK(sums[i][static_cast<std::size_t>(r)] == 6 + 4 * r);  // (0 + 1 + 2 + 3) + 4r
     }
-  CHECK(thread_count() == threads_before);
+  CHECK(threads_return_to(threads_before));
 }
 
 TEST_CASE("pool: two threads sharing one pool, and pools made and destroyed in a loop",
@@ -743,5 +743,5 @@ TEST_CASE("pool: two threads sharing one pool, and pools made and destroyed in a
     const auto h = iota(3, 5, i);
     CHECK(ts::to_host(ts::device_put<ts::spec<"x", ts::none>>(m, h)) == h);
   }
-  CHECK(thread_count() == threads_before);
+  CHECK(threads_return_to(threads_before));
 }

@@ -88,6 +88,21 @@ inline long settled_thread_count() {
   return thread_count();
 }
 
+// Whether the thread count comes back to at most `before` (no thread leaked). A joined
+// thread leaves the kernel's count a moment after join() returns (the kernel wakes the
+// joiner before it finishes reaping the thread), so a count read right after a join, here
+// or when `before` was taken, can include a thread that is already gone: the count is
+// polled until it is no higher than `before`, for at most 10 s (a leaked thread never
+// leaves, and fails the check).
+inline bool threads_return_to(long before) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (thread_count() > before) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 template <class T, std::size_t Rank>
 bool same_bits(const ts::host_tensor<T, Rank>& a, const ts::host_tensor<T, Rank>& b) {
   return a.extents() == b.extents() &&
