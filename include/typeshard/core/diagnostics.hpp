@@ -21,4 +21,5 @@
 #include "rules/rule5_elementwise.hpp"
 #include "rules/rule6_extents.hpp"
 #include "rules/rule8_dimension_moves.hpp"
+#include "rules/rule9_gradients.hpp"
 #include "rules/visualize.hpp"

@@ -1,0 +1,185 @@
+// typeshard/ops/detail/grad_tape.hpp: the tape behind ts::value_and_grad, and the array
+// helpers its backward rules use (cotangent types, retyping, zeros and ones, delivering a
+// cotangent to an intermediate value or a contribution to a parameter).
+// Internal: do not rely on anything in detail/ (the public face is ops/grad.hpp).
+//
+// The tape is a list of nodes in the order the forward pass made them; the backward pass
+// walks it in reverse (a valid topological order: an op's inputs were made before it). Each
+// node holds the cotangent of one intermediate value (its type: the value's mesh, extents
+// and spec, fully reduced) and a `pull` that hands it to the op's inputs. The parameters
+// (the argnums' leaves) collect their contributions by type, since a parameter's gradient
+// type is only known once the whole function has been traced (plan/grad_plan.hpp).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../../array/sharded_array.hpp"
+#include "../../core/errors.hpp"
+#include "../../detail/buffer.hpp"
+#include "../../plan/grad_plan.hpp"
+#include "../elementwise.hpp"
+#include "../reshard.hpp"
+
+namespace typeshard::detail {
+
+// cotangent_t<A>: the type of an A's cotangent: A's element, mesh, spec and extents, fully
+// reduced.
+template <class A>
+using cotangent_t = sharded_array<typename A::value_type, typename A::mesh_type,
+                                  typename A::spec, typename A::extents_type, unreduced<>>;
+
+// contribution_t<P, U>: a parameter P's gradient (or one use's contribution) unreduced over U.
+template <class P, class U>
+using contribution_t = sharded_array<typename P::value_type, typename P::mesh_type,
+                                     typename P::spec, typename P::extents_type, U>;
+
+// The same shards read as another type of the same layout (spec, unreduced axes: the
+// caller's promise; static extents are checked by the constructor). No copy.
+template <class Target, class A>
+Target retype(const A& a, const shape<Target::rank>& extents) {
+  static_assert(std::is_same_v<typename Target::spec, typename A::spec> ||
+                    Target::rank != A::rank,
+                "typeshard: internal: retype between different specs");
+  return Target(adopt_shards, a.device_mesh(), extents, a.shared_shards());
+}
+template <class Target, class A>
+Target retype(const A& a) {
+  if constexpr (std::is_same_v<Target, A>)
+    return a;
+  else
+    return retype<Target>(a, a.extents());
+}
+
+// An array of type A filled with `v` on every device (its local block).
+template <class A>
+A filled(const device_mesh<typename A::mesh_type>& m, const shape<A::rank>& extents,
+         typename A::value_type v) {
+  using M = typename A::mesh_type;
+  std::vector<buffer<typename A::value_type>> out(M::size);
+  for_each_position(m, [&](std::size_t p) {
+    const shape<A::rank> local = A::layout_type::local_shape(extents, p);
+    buffer<typename A::value_type> b(host_tensor<typename A::value_type, A::rank>::element_count(local));
+    for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = v;
+    out[p] = std::move(b);
+  });
+  return A(adopt_shards, m, extents, std::move(out));
+}
+
+// G from C, which has G's layout but fewer unreduced axes: each device keeps its block when
+// its coordinate along every axis G adds is 0, else holds zeros (the sum over those axes is
+// then C's value). Local, no communication.
+template <class G, class C>
+G embed(const C& c) {
+  if constexpr (std::is_same_v<G, C>) {
+    return c;
+  } else {
+    using M = typename G::mesh_type;
+    using U = typename G::unreduced_type;
+    std::vector<buffer<typename G::value_type>> out(M::size);
+    for_each_position(c.device_mesh(), [&](std::size_t p) {
+      const auto coords = M::coordinates(p);
+      bool keep = true;
+      for (std::size_t i = 0; i < U::size; ++i)
+        if (!C::unreduced_type::contains(U::axes[i]) && coords[M::index_of(U::axes[i])] != 0)
+          keep = false;
+      const std::span<const typename G::value_type> in = c.local_data(p);
+      buffer<typename G::value_type> b(in.size());
+      for (std::size_t i = 0; i < in.size(); ++i) b.data()[i] = keep ? in[i] : 0;
+      out[p] = std::move(b);
+    });
+    return G(adopt_shards, c.device_mesh(), c.extents(), std::move(out));
+  }
+}
+
+// A backward result (any spec, any unreduced axes, the operand's extents) as the cotangent
+// of an intermediate value of type A: resharded to A's spec, fully reduced (the plan
+// chooses the collectives: psum, psum_scatter, all_gather, slice).
+template <class A, class Raw>
+cotangent_t<A> to_cotangent(const Raw& raw) {
+  return retype<cotangent_t<A>>(reshard<typename A::spec>(raw));
+}
+
+// The unreduced axes of a parameter P's contribution from a backward result of type Raw.
+template <class P, class Raw>
+using contribution_unreduced_of =
+    contribution_unreduced_t<typename Raw::unreduced_type, typename P::spec>;
+
+// A backward result as a contribution to parameter P's gradient: P's spec, still unreduced
+// over Raw's axes that P does not shard over (the others are reduce-scattered into P's
+// layout).
+template <class P, class Raw>
+auto to_contribution(const Raw& raw) {
+  using U = contribution_unreduced_of<P, Raw>;
+  return retype<contribution_t<P, U>>(reshard_keeping<typename P::spec, U>(raw));
+}
+
+// ---- the tape ------------------------------------------------------------------------------
+
+struct grad_node {
+  virtual ~grad_node() = default;
+  virtual void backward() = 0;
+  std::string (*describe)() = nullptr;  // the backward's plans, for ts::backward_plans
+};
+
+template <class Cot>
+struct value_node final : grad_node {
+  std::optional<Cot> grad;
+  std::function<void(const Cot&)> pull;
+
+  void add(const Cot& c) {
+    if (grad)
+      grad = retype<Cot>(*grad + c);
+    else
+      grad = c;
+  }
+  void backward() override {
+    if (grad && pull) pull(*grad);
+    grad.reset();  // free it as soon as it has been used
+    pull = nullptr;
+  }
+};
+
+// One unique address per type: the key of a parameter's contributions of that type.
+template <class T>
+inline constexpr char type_key = 0;
+
+// A parameter's contributions, one sum per contribution type.
+struct leaf_store {
+  std::vector<std::pair<const void*, std::shared_ptr<void>>> parts;
+
+  template <class C>
+  void add(const C& c) {
+    for (auto& [key, part] : parts)
+      if (key == &type_key<C>) {
+        C& sum = *static_cast<C*>(part.get());
+        sum = retype<C>(sum + c);
+        return;
+      }
+    parts.emplace_back(&type_key<C>, std::make_shared<C>(c));
+  }
+  template <class C>
+  const C* find() const {
+    for (const auto& [key, part] : parts)
+      if (key == &type_key<C>) return static_cast<const C*>(part.get());
+    return nullptr;
+  }
+};
+
+struct grad_tape {
+  std::vector<std::unique_ptr<grad_node>> nodes;
+  std::vector<leaf_store> leaves;  // by argnum
+  bool recording_plans_only = false;
+
+  void backward() {
+    for (std::size_t i = nodes.size(); i-- > 0;) nodes[i]->backward();
+  }
+};
+
+}  // namespace typeshard::detail

@@ -1,0 +1,252 @@
+// typeshard/ops/grad.hpp: ts::value_and_grad and ts::grad (rule 9), JAX's
+// jax.value_and_grad(f, argnums=) with every gradient's sharding in its type.
+//
+//   auto loss = [](auto w1, auto w2, auto x, auto y) {
+//     auto h = ts::relu(ts::matmul(x, w1));                 // x: spec<"data", none>
+//     auto e = ts::matmul(h, w2) - y;
+//     return ts::mean(e * e);
+//   };
+//   auto [l, g] = ts::value_and_grad<0, 1>(loss)(W1, W2, X, Y);   // g: std::tuple of 2
+//   auto& dW1 = std::get<0>(g);     // W1's spec, unreduced<"data">: the batch is over "data"
+//   auto W1n = W1 - ts::reshard<decltype(W1)::spec>(dW1) * lr;    // the all-reduce (DDP)
+//   auto dW2 = ts::grad<1>(loss)(W1, W2, X, Y);          // one argnum: the gradient alone
+//   for (auto& line : ts::backward_plans<0, 1>(loss)(W1, W2, X, Y)) std::cout << line;
+//
+// Argnums (default 0) name the differentiated arguments: each must be a fully reduced
+// floating-point sharded_array; it reaches f as a ts::traced value (ops/traced.hpp), the
+// other arguments as they are. f must return a one-element array (rank 1, extent 1, what
+// ts::sum(x) and ts::mean(x) give) computed from them. With one argnum the gradient is
+// returned alone, with several a std::tuple in argnum order (JAX: argnums=0 vs (0, 1)).
+//
+// The gradient of argument i has its mesh, extents and spec, and is unreduced over the mesh
+// axes its uses leave unreduced (plan/grad_plan.hpp: contracting or summing a dimension
+// sharded over "data" that the parameter does not shard over): gradient_t tells the type.
+// Reduce it in the type: ts::reshard to the replicated spec is an all-reduce (DDP), to a
+// sharded spec a reduce-scatter (ZeRO); rule 3 keeps an unreduced gradient out of a
+// non-linear update.
+//
+// Run time: f runs once (the forward values computed by the ordinary ops, each op recording
+// its backward), then the backward runs the recorded ops' transposes in reverse order.
+// A loss whose dynamic extent is not 1 throws shape_error.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../array/sharded_array.hpp"
+#include "../core/errors.hpp"
+#include "../core/rules/rule9_gradients.hpp"
+#include "../plan/grad_plan.hpp"
+#include "detail/grad_tape.hpp"
+#include "traced.hpp"
+
+namespace typeshard {
+
+// gradient_t<Param, Contributions, Argnum>: the type of argument Argnum's gradient when the
+// loss's traced type lists Contributions.
+template <class Param, class Contributions, std::size_t Argnum>
+using gradient_t =
+    detail::contribution_t<Param, gradient_unreduced_t<typename Param::mesh_type, Argnum,
+                                                       Contributions>>;
+
+namespace detail {
+
+enum class grad_mode { value_and_grad, grad, plans };
+
+template <std::size_t... N>
+constexpr bool distinct() {
+  constexpr std::size_t n[] = {N..., 0};
+  for (std::size_t i = 0; i < sizeof...(N); ++i)
+    for (std::size_t j = i + 1; j < sizeof...(N); ++j)
+      if (n[i] == n[j]) return false;
+  return true;
+}
+
+template <std::size_t I, std::size_t... Argnums>
+inline constexpr bool is_argnum = ((I == Argnums) || ...);
+
+template <class T>
+constexpr bool is_float_array() {
+  if constexpr (sharded_array_type<T>)
+    return std::is_floating_point_v<typename T::value_type> && T::unreduced_type::empty;
+  else
+    return false;
+}
+
+// One argument of the differentiated call: a leaf for an argnum, else the argument itself.
+template <std::size_t I, std::size_t... Argnums, class Arg>
+decltype(auto) wrap_argument(const Arg& arg, const std::shared_ptr<grad_tape>& tape) {
+  if constexpr (is_argnum<I, Argnums...>)
+    return traced<Arg, grad_contributions<>, static_cast<int>(I)>(arg, tape, nullptr);
+  else
+    return (arg);
+}
+
+// The gradient of argument I: the sum of its contributions (each embedded in the gradient's
+// type), zeros when nothing reached it.
+template <std::size_t I, class List, class P, class... Cs>
+gradient_t<P, List, I> gradient_of(const P& param, const grad_tape& tape,
+                                   grad_contributions<Cs...>) {
+  using G = gradient_t<P, List, I>;
+  std::optional<G> out;
+  auto add = [&](auto c) {
+    using C = decltype(c);
+    if constexpr (C::argnum == I) {
+      using CA = contribution_t<P, typename C::unreduced_type>;
+      if (const CA* part = tape.leaves[I].template find<CA>()) {
+        G e = embed<G>(*part);
+        if (out)
+          out = retype<G>(*out + e);
+        else
+          out = std::move(e);
+      }
+    }
+  };
+  (add(Cs{}), ...);
+  if (!out) return filled<G>(param.device_mesh(), param.extents(), 0);
+  return *std::move(out);
+}
+
+template <std::size_t... Argnums>
+constexpr std::size_t max_argnum() {
+  std::size_t m = 0;
+  ((m = Argnums > m ? Argnums : m), ...);
+  return m;
+}
+
+template <grad_mode Mode, class F, std::size_t... Argnums>
+class grad_function {
+ public:
+  explicit grad_function(F f) : f_(std::move(f)) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using arg_tuple = std::tuple<Args...>;
+    constexpr std::size_t arity = sizeof...(Args);
+    constexpr bool in_range = ((Argnums < arity) && ...);
+    if constexpr (!in_range) {
+      constexpr std::size_t bad = first_out_of_range<arity>();
+      static_assert(require<false, diagnostic::grad_argnum_out_of_range<bad, arity>>::value);
+      return 0;
+    } else if constexpr (!distinct<Argnums...>()) {
+      static_assert(require<false, diagnostic::grad_argnums_repeated<Argnums...>>::value);
+      return 0;
+    } else if constexpr (!(is_float_array<std::tuple_element_t<Argnums, arg_tuple>>() && ...)) {
+      constexpr std::size_t bad = first_not_float<arg_tuple>();
+      static_assert(require<false, diagnostic::grad_argnum_not_float_array<bad>>::value);
+      return 0;
+    } else {
+      return run(std::index_sequence_for<Args...>{}, args...);
+    }
+  }
+
+ private:
+  template <std::size_t Arity>
+  static constexpr std::size_t first_out_of_range() {
+    std::size_t bad = 0;
+    bool found = false;
+    ((!found && Argnums >= Arity ? (bad = Argnums, found = true) : false), ...);
+    return bad;
+  }
+  template <class Tuple>
+  static constexpr std::size_t first_not_float() {
+    std::size_t bad = 0;
+    bool found = false;
+    ((!found && !is_float_array<std::tuple_element_t<Argnums, Tuple>>()
+          ? (bad = Argnums, found = true)
+          : false),
+     ...);
+    return bad;
+  }
+
+  template <std::size_t... I, class... Args>
+  auto run(std::index_sequence<I...>, const Args&... args) const {
+    auto tape = std::make_shared<grad_tape>();
+    tape->leaves.resize(max_argnum<Argnums...>() + 1);
+    auto out = std::invoke(f_, wrap_argument<I, Argnums...>(args, tape)...);
+    using Out = decltype(out);
+    if constexpr (!traced_type<Out>) {
+      static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
+      return 0;
+    } else if constexpr (Out::rank != 1 || (Out::extents_type::is_static(0) &&
+                                            Out::extents_type::static_extents[0] != 1)) {
+      static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
+      return 0;
+    } else {
+      if (out.extent(0) != 1)
+        throw shape_error("typeshard: ts::value_and_grad: the loss has extent " +
+                          std::to_string(out.extent(0)) +
+                          "; the differentiated function must return one element; fix: "
+                          "reduce it with ts::sum or ts::mean");
+      if constexpr (Mode == grad_mode::plans) {
+        std::vector<std::string> lines;
+        for (std::size_t n = tape->nodes.size(); n-- > 0;)
+          if (tape->nodes[n]->describe) lines.push_back(tape->nodes[n]->describe());
+        return lines;
+      } else {
+        using T = typename Out::value_type;
+        using Seed = typename Out::cotangent_type;
+        sink<Out>(out).deliver(filled<Seed>(out.device_mesh(), out.extents(), T(1)));
+        tape->backward();
+        using List = typename Out::contributions;
+        const std::tuple<const Args&...> all(args...);
+        auto grads = std::make_tuple(
+            gradient_of<Argnums, List>(std::get<Argnums>(all), *tape, List{})...);
+        if constexpr (Mode == grad_mode::grad) {
+          if constexpr (sizeof...(Argnums) == 1)
+            return std::get<0>(std::move(grads));
+          else
+            return grads;
+        } else {
+          if constexpr (sizeof...(Argnums) == 1)
+            return std::make_pair(out.value(), std::get<0>(std::move(grads)));
+          else
+            return std::make_pair(out.value(), std::move(grads));
+        }
+      }
+    }
+  }
+
+  F f_;
+};
+
+template <grad_mode Mode, std::size_t... Argnums, class F>
+auto make_grad_function(F f) {
+  if constexpr (sizeof...(Argnums) == 0)
+    return grad_function<Mode, F, 0>(std::move(f));
+  else
+    return grad_function<Mode, F, Argnums...>(std::move(f));
+}
+
+}  // namespace detail
+
+// value_and_grad<Argnums...>(f): a callable returning (f's value, the gradients): a std::pair
+// of the loss array and the gradient (one argnum) or a std::tuple of them.
+template <std::size_t... Argnums, class F>
+auto value_and_grad(F f) {
+  return detail::make_grad_function<detail::grad_mode::value_and_grad, Argnums...>(std::move(f));
+}
+
+// grad<Argnums...>(f): a callable returning the gradient(s) alone.
+template <std::size_t... Argnums, class F>
+auto grad(F f) {
+  return detail::make_grad_function<detail::grad_mode::grad, Argnums...>(std::move(f));
+}
+
+// backward_plans<Argnums...>(f): a callable that runs f's forward pass and returns what its
+// backward would run, one entry per recorded op in backward order: the transposed einsums'
+// plans, the reshards that bring each cotangent to its operand's spec (or a contribution to
+// its parameter's), as forward plans print them.
+template <std::size_t... Argnums, class F>
+auto backward_plans(F f) {
+  return detail::make_grad_function<detail::grad_mode::plans, Argnums...>(std::move(f));
+}
+
+}  // namespace typeshard
