@@ -54,6 +54,7 @@
 #include "../core/spec.hpp"
 #include "../core/rules/rule4_shard_map.hpp"
 #include "../core/rules/rule6_extents.hpp"
+#include "../core/rules/rule9_gradients.hpp"
 
 namespace typeshard {
 
@@ -278,6 +279,15 @@ class shard_mapped {
     } else {
       return call(std::index_sequence_for<A...>{}, args...);
     }
+  }
+
+  // A value traced by ts::value_and_grad: shard_map bodies are not differentiated (rule 9),
+  // one message instead of "no matching call".
+  template <class... A>
+    requires(detail::is_traced_v<std::remove_cvref_t<A>> || ...)
+  int operator()(const A&...) const {
+    static_assert(detail::require<false, diagnostic::grad_shard_map_not_differentiable<F>>::value);
+    return 0;
   }
 
  private:
