@@ -60,6 +60,15 @@ struct grad_contributions {
 
 namespace detail {
 
+// Whether U holds `name` (a loop over U::axes: unreduced<>::contains's empty fold leaves its
+// parameter unused, which -Wextra reports where it is instantiated).
+template <class U>
+constexpr bool unreduced_has(axis_name name) {
+  for (const axis_name& a : U::axes)
+    if (a == name) return true;
+  return false;
+}
+
 template <class List, class C>
 struct contributions_insert;
 template <class... Cs, class C>
@@ -102,7 +111,8 @@ struct gradient_axes<Mesh, Argnum, grad_contributions<Cs...>> {
   static constexpr names compute() {
     names n;
     for (const auto& a : Mesh::axes) {
-      const bool used = ((Cs::argnum == Argnum && Cs::unreduced_type::contains(a.name)) || ...);
+      const bool used =
+          ((Cs::argnum == Argnum && unreduced_has<typename Cs::unreduced_type>(a.name)) || ...);
       if (used) n.axes[n.count++] = a.name;
     }
     return n;

@@ -46,7 +46,7 @@ template <class Target, class A>
 Target retype(const A& a, const shape<Target::rank>& extents) {
   static_assert(std::is_same_v<typename Target::spec, typename A::spec> ||
                     Target::rank != A::rank,
-                "typeshard: internal: retype between different specs");
+                "internal (a typeshard bug): retype between different specs");
   return Target(adopt_shards, a.device_mesh(), extents, a.shared_shards());
 }
 template <class Target, class A>
@@ -87,7 +87,8 @@ G embed(const C& c) {
       const auto coords = M::coordinates(p);
       bool keep = true;
       for (std::size_t i = 0; i < U::size; ++i)
-        if (!C::unreduced_type::contains(U::axes[i]) && coords[M::index_of(U::axes[i])] != 0)
+        if (!unreduced_has<typename C::unreduced_type>(U::axes[i]) &&
+            coords[M::index_of(U::axes[i])] != 0)
           keep = false;
       const std::span<const typename G::value_type> in = c.local_data(p);
       buffer<typename G::value_type> b(in.size());
