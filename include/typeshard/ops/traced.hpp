@@ -636,10 +636,11 @@ auto traced_reduce(const X& x) {
   const XV& xv = x.value();
   constexpr reduction op = Mean ? reduction::mean : reduction::sum;
   using K = decltype(detail::reduce<op, auto_out, true, Dims...>(xv));
-  const auto [kext, count] = keep_shape<XV::rank, Dims...>(xv.extents());
-  const T scale = Mean ? T(1) / static_cast<T>(count) : T(1);
+  const std::pair<shape<XV::rank>, std::size_t> keep = keep_shape<XV::rank, Dims...>(xv.extents());
+  const T scale = Mean ? T(1) / static_cast<T>(keep.second) : T(1);
   return record(detail::reduce<op, auto_out, KeepDims, Dims...>(xv), x,
-                [kext, scale, xext = xv.extents()](const auto& g) {
+                [kext = keep.first, scale, xext = xv.extents()](const auto& g) {
+                  (void)scale;  // used by mean only
                   const auto gk = retype<cotangent_t<K>>(g, kext);
                   const auto dx = filled<cotangent_t<XV>>(g.device_mesh(), xext, T(0)) + gk;
                   if constexpr (Mean)
