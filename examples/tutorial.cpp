@@ -608,5 +608,81 @@ int main(int argc, char** argv) {
     check(values(y) == transposed, "all_to_all: final result");
   }
 
+  section("11", "Typed gradients");
+  {
+    auto make = [](std::size_t r, std::size_t c, float scale) {
+      ts::host_tensor<float, 2> t({r, c});
+      for (std::size_t i = 0; i < t.size(); ++i)
+        t.data()[i] = scale * float(int((i * 7 + 3) % 11) - 5);
+      return t;
+    };
+    const auto x_host = make(8, 6, 0.1f), y_host = make(8, 3, 0.05f);
+    const auto w1_host = make(6, 4, 0.08f), w2_host = make(4, 3, 0.1f);
+    // doc-snippet: grad
+    // A Megatron MLP on 4 x 2 devices: the batch over "data", the hidden dimension over "model".
+    using mesh_4x2 = ts::mesh<ts::axis("data", 4), ts::axis("model", 2)>;
+    const ts::device_mesh<mesh_4x2> m{devices};
+    auto loss = [](auto w1, auto w2, auto x, auto y) {
+      auto h = ts::tanh(ts::matmul(x, w1));  // [B, H]: H over "model", no communication
+      auto out = ts::reshard<ts::spec<"data", ts::none>>(ts::matmul(h, w2));  // psum over "model"
+      auto e = out - y;
+      return ts::mean(e * e);
+    };
+    auto W1 = ts::device_put<ts::spec<ts::none, "model">>(m, w1_host);
+    auto W2 = ts::device_put<ts::spec<"model", ts::none>>(m, w2_host);
+    const auto X = ts::device_put<ts::spec<"data", ts::none>>(m, x_host);
+    const auto Y = ts::device_put<ts::spec<"data", ts::none>>(m, y_host);
+    auto [l, grads] = ts::value_and_grad<0, 1>(loss)(W1, W2, X, Y);   // jax.value_and_grad(loss, argnums=(0, 1))
+    auto& [dW1, dW2] = grads;
+    // W1's spec, and a partial sum over "data" (the batch was contracted): known at compile time
+    using G1 = std::remove_cvref_t<decltype(dW1)>;
+    static_assert(std::is_same_v<G1::spec, ts::spec<ts::none, "model">>);
+    static_assert(std::is_same_v<G1::unreduced_type, ts::unreduced<"data">>);
+    std::cout << "dW1: " << G1::sharding_string() << " " << G1::unreduced_type::to_string() << "\n";
+    // You choose the reduction in the type: all-reduce (DDP) or reduce-scatter (ZeRO)
+    using ddp = ts::reshard_plan_for<G1, ts::spec<ts::none, "model">>;
+    using zero = ts::reshard_plan_for<G1, ts::spec<"data", "model">>;
+    std::cout << ddp::describe() << zero::describe();
+    W1 = W1 - ts::reshard<ts::spec<ts::none, "model">>(dW1) * 0.1f;   // an SGD step, DDP
+    // doc-snippet-end
+    (void)W1;
+    std::cout << "loss " << ts::to_host(ts::reshard<ts::spec<ts::none>>(l))(0) << "\n";
+    // Serial reference in double: the chain rule written out.
+    const std::size_t B = x_host.extent(0), D = x_host.extent(1), H = w1_host.extent(1),
+                      O = w2_host.extent(1);
+    std::vector<double> h(B * H), dw1(D * H, 0), dw2(H * O, 0);
+    double ref_loss = 0;
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t j = 0; j < H; ++j) {
+        double z = 0;
+        for (std::size_t d = 0; d < D; ++d) z += double(x_host(b, d)) * w1_host(d, j);
+        h[b * H + j] = std::tanh(z);
+      }
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t o = 0; o < O; ++o) {
+        double e = -double(y_host(b, o));
+        for (std::size_t j = 0; j < H; ++j) e += h[b * H + j] * w2_host(j, o);
+        ref_loss += e * e / double(B * O);
+        const double de = 2 * e / double(B * O);
+        for (std::size_t j = 0; j < H; ++j) {
+          dw2[j * O + o] += h[b * H + j] * de;
+          const double dz = de * w2_host(j, o) * (1 - h[b * H + j] * h[b * H + j]);
+          for (std::size_t d = 0; d < D; ++d) dw1[d * H + j] += x_host(b, d) * dz;
+        }
+      }
+    const auto g1 = ts::to_host(ts::reshard<ts::spec<ts::none, "model">>(dW1));
+    const auto g2 = ts::to_host(ts::reshard<ts::spec<"model", ts::none>>(dW2));
+    check(std::abs(ts::to_host(ts::reshard<ts::spec<ts::none>>(l))(0) - ref_loss) < 1e-5,
+          "grad: loss matches the serial one");
+    bool same = true;
+    for (std::size_t k = 0; k < dw1.size(); ++k) same = same && std::abs(g1.data()[k] - dw1[k]) < 1e-5;
+    for (std::size_t k = 0; k < dw2.size(); ++k) same = same && std::abs(g2.data()[k] - dw2[k]) < 1e-5;
+    check(same, "grad: dW1 and dW2 match the serial backprop");
+    std::cout << "dW1 and dW2 match the serial backprop\n";
+    // What the backward runs: the two products' transposes (ts::backward_plans).
+    for (const std::string& op : ts::backward_plans<0, 1>(loss)(W1, W2, X, Y))
+      if (op.rfind("einsum", 0) == 0) std::cout << op << "\n";
+  }
+
   return check.exit_code("tutorial");
 }
