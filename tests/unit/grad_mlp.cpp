@@ -90,8 +90,11 @@ void run_mlp(const std::string& what, std::size_t batch) {
     auto& [g1, gb, g2] = grads;
     // the batch is sharded over "data", the parameters are not: every gradient is a partial
     // sum over "data" until the user reduces it
-    STATIC_REQUIRE(std::is_same_v<typename std::remove_cvref_t<decltype(g1)>::unreduced_type,
-                                  ts::unreduced<"data">>);
+    // (FSDP: W1 sharded over "data" itself gets its gradient reduce-scattered, fully reduced)
+    using U1 = std::conditional_t<S1::uses(ts::detail::axis_name("data")), ts::unreduced<>,
+                                  ts::unreduced<"data">>;
+    STATIC_REQUIRE(std::is_same_v<typename std::remove_cvref_t<decltype(g1)>::unreduced_type, U1>);
+    STATIC_REQUIRE(std::is_same_v<typename std::remove_cvref_t<decltype(g1)>::spec, S1>);
     STATIC_REQUIRE(std::is_same_v<typename std::remove_cvref_t<decltype(g2)>::spec,
                                   typename decltype(W2)::spec>);
     const reference r = serial(w1, b1, w2, x, y);
@@ -117,6 +120,12 @@ TEST_CASE("grad: data-parallel MLP on the 4x2 mesh, three SGD steps", "[grad]") 
 TEST_CASE("grad: DP x TP (Megatron) MLP on the 4x2 mesh, three SGD steps", "[grad]") {
   run_mlp<ts::spec<none, "model">, ts::spec<"model">, ts::spec<"model", none>>("DP x TP", 8);
   run_mlp<ts::spec<none, "model">, ts::spec<"model">, ts::spec<"model", none>>("DP x TP", 5);
+}
+
+TEST_CASE("grad: FSDP: W1's rows over \"data\" (all-gathered forward, reduce-scattered backward)",
+          "[grad]") {
+  run_mlp<ts::spec<"data", none>, ts::spec<none>, ts::spec<none, none>>("FSDP", 8);
+  run_mlp<ts::spec<"data", none>, ts::spec<none>, ts::spec<none, none>>("FSDP", 6);
 }
 
 TEST_CASE("grad: the Megatron MLP's backward plans", "[grad]") {
