@@ -4,6 +4,7 @@
 // gradient typed unreduced<"data">), DP x TP (Megatron: W1's columns, b1 and W2's rows over
 // "model"), and a few SGD steps where the user reduces the gradients with ts::reshard (the
 // all-reduce of DDP) and the losses match the serial training step by step. Uneven batch.
+// Also a parameter used twice (its gradient unreduced over the union of its uses' axes).
 #include "grad_check.hpp"
 
 namespace {
@@ -148,6 +149,27 @@ TEST_CASE("grad: the Megatron MLP's backward plans", "[grad]") {
   CHECK(all.find("{U_model}") != std::string::npos);
   const auto dX = ts::grad<3>(mlp_loss)(W1, B1, W2, X, Y);
   STATIC_REQUIRE(std::is_same_v<decltype(dX)::unreduced_type, ts::unreduced<"model">>);
+}
+
+TEST_CASE("grad: a parameter used twice, unreduced over the union of its uses' axes", "[grad]") {
+  // W meets a batch over "x" and another over "y": its gradient is unreduced over both, each
+  // use's contribution embedded locally (kept at index 0 of the other axis, zeros elsewhere)
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_2x2> m{devices};
+  const auto two_uses = [](auto w, auto x, auto z) {
+    return ts::reshard<ts::spec<>>(sin_sum(ts::matmul(x, w))) +
+           ts::reshard<ts::spec<>>(sin_sum(ts::matmul(z, w)));
+  };
+  const auto w = random_tensor(ts::shape<2>{3, 2}, 9);
+  const auto x = random_tensor(ts::shape<2>{5, 3}, 10);
+  const auto z = random_tensor(ts::shape<2>{4, 3}, 11);
+  using W = decltype(ts::device_put<ts::spec<none, none>>(m, w));
+  using X = decltype(ts::device_put<ts::spec<"x", none>>(m, x));
+  using Z = decltype(ts::device_put<ts::spec<"y", none>>(m, z));
+  using G = decltype(ts::grad(two_uses)(std::declval<W>(), std::declval<X>(), std::declval<Z>()));
+  STATIC_REQUIRE(std::is_same_v<G::unreduced_type, ts::unreduced<"x", "y">>);
+  check_gradients<ts::spec<none, none>, ts::spec<"x", none>, ts::spec<"y", none>>(
+      "two uses", two_uses, m, w, x, z);
 }
 
 }  // namespace
