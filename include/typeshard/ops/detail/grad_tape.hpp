@@ -176,7 +176,6 @@ struct leaf_store {
 struct grad_tape {
   std::vector<std::unique_ptr<grad_node>> nodes;
   std::vector<leaf_store> leaves;  // by argnum
-  bool recording_plans_only = false;
 
   void backward() {
     for (std::size_t i = nodes.size(); i-- > 0;) nodes[i]->backward();
