@@ -1,0 +1,97 @@
+// typeshard/ops/detail/traced_einsum.hpp: ts::einsum and ts::matmul on traced values (see
+// ops/traced.hpp): each operand's cotangent is the einsum with the transposed equation.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../einsum.hpp"
+#include "traced_value.hpp"
+
+namespace typeshard {
+
+// ---- einsum and matmul ------------------------------------------------------------------------
+
+namespace detail {
+
+// d operand = einsum<T>(g, other): planned without an output spec when that is valid (the
+// result may stay unreduced; the sink reshards it or keeps it for a parameter), else with the
+// operand's spec.
+template <einsum_subscripts T, class Operand, class G, class Other>
+using einsum_transpose_plan =
+    std::conditional_t<einsum_valid<T, G, Other>, einsum_plan_for<T, G, Other>,
+                       einsum_plan_for<T, G, Other, typename Operand::spec>>;
+
+template <einsum_subscripts T, class Operand, class G, class Other>
+auto einsum_transpose(const G& g, const Other& other) {
+  if constexpr (einsum_valid<T, G, Other>)
+    return typeshard::einsum<T>(g, other);
+  else
+    return typeshard::einsum<T, typename Operand::spec>(g, other);
+}
+
+template <einsum_subscripts S, class OutSpec, class A, class B>
+std::string describe_einsum() {
+  using AV = value_t<A>;
+  using BV = value_t<B>;
+  using G = cotangent_t<decltype(typeshard::einsum<S, OutSpec>(std::declval<const AV&>(),
+                                                               std::declval<const BV&>()))>;
+  std::string out = "einsum " + std::string(S.view()) + " backward (d out: " +
+                    G::spec::to_string() + ")";
+  if constexpr (traced_type<A>) {
+    constexpr einsum_subscripts T = einsum_lhs_transpose<S>;
+    using plan = einsum_transpose_plan<T, AV, G, BV>;
+    using raw = decltype(einsum_transpose<T, AV>(std::declval<const G&>(), std::declval<const BV&>()));
+    out += "\n  d lhs = einsum " + std::string(T.view()) + "(d out, rhs): " + plan::describe() +
+           "\n" + delivery_description<A, raw>();
+  }
+  if constexpr (traced_type<B>) {
+    constexpr einsum_subscripts T = einsum_rhs_transpose<S>;
+    using plan = einsum_transpose_plan<T, BV, G, AV>;
+    using raw = decltype(einsum_transpose<T, BV>(std::declval<const G&>(), std::declval<const AV&>()));
+    out += "\n  d rhs = einsum " + std::string(T.view()) + "(d out, lhs): " + plan::describe() +
+           "\n" + delivery_description<B, raw>();
+  }
+  return out;
+}
+
+}  // namespace detail
+
+// einsum<Subscripts[, OutSpec]>(a, b) with a traced operand (ts::einsum on arrays otherwise).
+template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class B>
+  requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+auto einsum(const A& a, const B& b) {
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  using forward = decltype(typeshard::einsum<Subscripts, OutSpec>(av, bv));
+  constexpr bool lhs_ok = !traced_type<A> || detail::einsum_check_differentiable<Subscripts, true>();
+  constexpr bool rhs_ok = !traced_type<B> || detail::einsum_check_differentiable<Subscripts, false>();
+  if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> || !lhs_ok || !rhs_ok) {
+    // A diagnostic fired (here, or in the forward einsum): a value of a well-formed type.
+    return traced<forward>(typeshard::einsum<Subscripts, OutSpec>(av, bv),
+                           detail::tape_of(a, b), nullptr);
+  } else {
+    return detail::record(
+        typeshard::einsum<Subscripts, OutSpec>(av, bv), a, b,
+        [bv](const auto& g) {
+          return detail::einsum_transpose<einsum_lhs_transpose<Subscripts>, AV>(g, bv);
+        },
+        [av](const auto& g) {
+          return detail::einsum_transpose<einsum_rhs_transpose<Subscripts>, BV>(g, av);
+        },
+        &detail::describe_einsum<Subscripts, OutSpec, A, B>);
+  }
+}
+
+// matmul<OutSpec>(a, b) with a traced operand: the einsum "...ij,...jk->...ik".
+template <class OutSpec = auto_out, class A, class B>
+  requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+auto matmul(const A& a, const B& b) {
+  return einsum<detail::matmul_subscripts<detail::value_t<A>::rank>(), OutSpec>(a, b);
+}
+
+}  // namespace typeshard

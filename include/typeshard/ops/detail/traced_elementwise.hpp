@@ -1,0 +1,216 @@
+// typeshard/ops/detail/traced_elementwise.hpp: + - * / (broadcasting, scalars) and the unary
+// functions on traced values (see ops/traced.hpp); map, zip, max and min are rule-9 errors.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../../core/rules/rule9_gradients.hpp"
+#include "../elementwise.hpp"
+#include "traced_value.hpp"
+
+namespace typeshard {
+
+// ---- elementwise: + - * / with broadcasting, scalars, unary functions ---------------------
+
+namespace detail {
+inline std::string describe_elementwise() {
+  return "elementwise backward: local products; a broadcast operand's cotangent summed over "
+         "the stretched dimensions, then resharded to its spec";
+}
+}  // namespace detail
+
+template <class A, class B>
+  requires traced_operands<A, B>
+auto operator+(const A& a, const B& b) {
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  return detail::record(
+      av + bv, a, b, [e = av.extents()](const auto& g) { return detail::reduce_to<AV>(g, e); },
+      [e = bv.extents()](const auto& g) { return detail::reduce_to<BV>(g, e); },
+      &detail::describe_elementwise);
+}
+
+template <class A, class B>
+  requires traced_operands<A, B>
+auto operator-(const A& a, const B& b) {
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  return detail::record(
+      av - bv, a, b, [e = av.extents()](const auto& g) { return detail::reduce_to<AV>(g, e); },
+      [e = bv.extents()](const auto& g) { return detail::reduce_to<BV>(-g, e); },
+      &detail::describe_elementwise);
+}
+
+template <class A, class B>
+  requires traced_operands<A, B>
+auto operator*(const A& a, const B& b) {
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  return detail::record(
+      av * bv, a, b,
+      [bv, e = av.extents()](const auto& g) { return detail::reduce_to<AV>(g * bv, e); },
+      [av, e = bv.extents()](const auto& g) { return detail::reduce_to<BV>(g * av, e); },
+      &detail::describe_elementwise);
+}
+
+template <class A, class B>
+  requires traced_operands<A, B>
+auto operator/(const A& a, const B& b) {
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  auto y = av / bv;
+  return detail::record(
+      y, a, b, [bv, e = av.extents()](const auto& g) { return detail::reduce_to<AV>(g / bv, e); },
+      [bv, y, e = bv.extents()](const auto& g) {
+        return detail::reduce_to<BV>(-(g * y) / bv, e);
+      },
+      &detail::describe_elementwise);
+}
+
+template <traced_type X>
+auto operator-(const X& x) {
+  return detail::record(-x.value(), x, [](const auto& g) { return -g; },
+                        &detail::describe_elementwise);
+}
+
+// Scalars on either side: d(x + s) = d(s + x) = d(x - s) = g, d(s - x) = -g, d(x * s) = g s,
+// d(x / s) = g / s, d(s / x) = -g y / x.
+template <traced_type X>
+auto operator+(const X& x, detail::scalar_t<X> s) {
+  return detail::record(x.value() + s, x, [](const auto& g) { return g; },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto operator+(detail::scalar_t<X> s, const X& x) {
+  return x + s;
+}
+template <traced_type X>
+auto operator-(const X& x, detail::scalar_t<X> s) {
+  return detail::record(x.value() - s, x, [](const auto& g) { return g; },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto operator-(detail::scalar_t<X> s, const X& x) {
+  return detail::record(s - x.value(), x, [](const auto& g) { return -g; },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto operator*(const X& x, detail::scalar_t<X> s) {
+  return detail::record(x.value() * s, x, [s](const auto& g) { return g * s; },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto operator*(detail::scalar_t<X> s, const X& x) {
+  return x * s;
+}
+template <traced_type X>
+auto operator/(const X& x, detail::scalar_t<X> s) {
+  return detail::record(x.value() / s, x, [s](const auto& g) { return g / s; },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto operator/(detail::scalar_t<X> s, const X& x) {
+  auto y = s / x.value();
+  return detail::record(y, x, [y, xv = x.value()](const auto& g) { return -(g * y) / xv; },
+                        &detail::describe_elementwise);
+}
+
+// Unary functions: y = f(x), d x = g f'(x).
+template <traced_type X>
+auto exp(const X& x) {
+  auto y = typeshard::exp(x.value());
+  return detail::record(y, x, [y](const auto& g) { return g * y; }, &detail::describe_elementwise);
+}
+template <traced_type X>
+auto log(const X& x) {
+  return detail::record(typeshard::log(x.value()), x, [xv = x.value()](const auto& g) { return g / xv; },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto tanh(const X& x) {
+  auto y = typeshard::tanh(x.value());
+  return detail::record(y, x, [y](const auto& g) { return g * (1 - y * y); },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto relu(const X& x) {
+  using T = detail::scalar_t<X>;
+  return detail::record(typeshard::relu(x.value()), x,
+                        [xv = x.value()](const auto& g) {
+                          return typeshard::zip(g, xv, [](T gg, T v) { return v > 0 ? gg : T(0); });
+                        },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto sin(const X& x) {
+  return detail::record(typeshard::sin(x.value()), x,
+                        [xv = x.value()](const auto& g) { return g * typeshard::cos(xv); },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto cos(const X& x) {
+  return detail::record(typeshard::cos(x.value()), x,
+                        [xv = x.value()](const auto& g) { return -(g * typeshard::sin(xv)); },
+                        &detail::describe_elementwise);
+}
+template <traced_type X>
+auto sqrt(const X& x) {
+  using T = detail::scalar_t<X>;
+  auto y = typeshard::sqrt(x.value());
+  return detail::record(y, x, [y](const auto& g) { return (g * T(0.5)) / y; },
+                        &detail::describe_elementwise);
+}
+
+// Not differentiable (rule 9): max, min, maximum, minimum, map, zip of a traced value.
+#define TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION(name)                                        \
+  template <int... Dims, traced_type X>                                                    \
+  auto name(const X& x) {                                                                  \
+    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
+    return x;                                                                              \
+  }                                                                                        \
+  template <int... Dims, traced_type X>                                                    \
+  auto name(const X& x, keep_dims_t) {                                                     \
+    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
+    return x;                                                                              \
+  }
+TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION(max)
+TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION(min)
+#undef TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION
+
+template <class A, class B>
+  requires traced_operands<A, B>
+auto maximum(const A& a, const B&) {
+  static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<A>>::value);
+  return a;
+}
+template <class A, class B>
+  requires traced_operands<A, B>
+auto minimum(const A& a, const B&) {
+  static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<A>>::value);
+  return a;
+}
+template <traced_type X, class F>
+auto map(const X& x, F) {
+  static_assert(detail::require<false, diagnostic::grad_map_not_differentiable<F>>::value);
+  return x;
+}
+template <class A, class B, class F>
+  requires traced_operands<A, B>
+auto zip(const A& a, const B&, F) {
+  static_assert(detail::require<false, diagnostic::grad_map_not_differentiable<F>>::value);
+  return a;
+}
+
+}  // namespace typeshard

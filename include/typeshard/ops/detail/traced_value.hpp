@@ -1,0 +1,292 @@
+// typeshard/ops/detail/traced_value.hpp: ts::traced (see ops/traced.hpp), how an op on traced
+// values records its backward on the tape, and broadcasting's transpose (the cotangent summed
+// back to an operand's shape), which every binary op's backward uses.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../../array/sharded_array.hpp"
+#include "../../core/errors.hpp"
+#include "../../core/rules/rule9_gradients.hpp"
+#include "../../plan/grad_plan.hpp"
+#include "../../plan/reduce_plan.hpp"
+#include "../einsum.hpp"
+#include "../reduce.hpp"
+#include "../reshard.hpp"
+#include "grad_tape.hpp"
+
+namespace typeshard {
+
+// traced<Array, Contributions, Leaf>: a value computed from the differentiated arguments.
+// Contributions (plan/grad_plan.hpp) lists, as types, which parameters the value's
+// computation used and with which unreduced axes their backward contributes; Leaf is the
+// argnum of a differentiated argument itself, -1 for an intermediate value.
+template <class Array, class Contributions = grad_contributions<>, int Leaf = -1>
+class traced {
+ public:
+  using array_type = Array;
+  using value_type = typename Array::value_type;
+  using mesh_type = typename Array::mesh_type;
+  using spec = typename Array::spec;
+  using extents_type = typename Array::extents_type;
+  using unreduced_type = typename Array::unreduced_type;
+  using contributions = Contributions;
+  using cotangent_type = detail::cotangent_t<Array>;
+  static constexpr std::size_t rank = Array::rank;
+  static constexpr int leaf = Leaf;
+
+  traced(Array value, std::shared_ptr<detail::grad_tape> tape,
+         detail::value_node<cotangent_type>* node)
+      : value_(std::move(value)), tape_(std::move(tape)), node_(node) {}
+
+  // The forward value (a plain array: reading it records nothing).
+  const Array& value() const { return value_; }
+  const shape<rank>& extents() const { return value_.extents(); }
+  std::size_t extent(std::size_t d) const { return value_.extent(d); }
+  const typeshard::device_mesh<mesh_type>& device_mesh() const { return value_.device_mesh(); }
+
+  // Internals for the ops below and ts::value_and_grad.
+  const std::shared_ptr<detail::grad_tape>& tape() const { return tape_; }
+  detail::value_node<cotangent_type>* node() const { return node_; }
+
+ private:
+  Array value_;
+  std::shared_ptr<detail::grad_tape> tape_;
+  detail::value_node<cotangent_type>* node_;  // null for a leaf
+};
+
+namespace detail {
+template <class A, class C, int L>
+inline constexpr bool is_traced_v<traced<A, C, L>> = true;
+}  // namespace detail
+
+template <class T>
+concept traced_type = detail::is_traced_v<std::remove_cvref_t<T>>;
+
+// An operand of an op on traced values: a traced value or a plain array.
+template <class T>
+concept grad_operand = traced_type<T> || sharded_array_type<T>;
+
+// At least one traced operand, the other traced or plain.
+template <class A, class B>
+concept traced_operands = grad_operand<A> && grad_operand<B> && (traced_type<A> || traced_type<B>);
+
+namespace detail {
+
+template <class X>
+const auto& value_of(const X& x) {
+  if constexpr (traced_type<X>)
+    return x.value();
+  else
+    return x;
+}
+
+template <class X>
+using value_t = std::remove_cvref_t<decltype(value_of(std::declval<const X&>()))>;
+
+template <class X>
+struct contributions_of {
+  using type = grad_contributions<>;
+};
+template <class A, class C, int L>
+struct contributions_of<traced<A, C, L>> {
+  using type = C;
+};
+
+// What an operand X contributes to the result's list when its backward result has type Raw:
+// a parameter adds (argnum, the axes its contribution keeps unreduced).
+template <class X, class Raw>
+struct new_contribution {
+  using type = grad_contributions<>;
+};
+template <class A, class C, int L, class Raw>
+  requires(L >= 0)
+struct new_contribution<traced<A, C, L>, Raw> {
+  using type = grad_contributions<
+      grad_contribution<static_cast<std::size_t>(L), contribution_unreduced_of<A, Raw>>>;
+};
+
+// Where an operand's backward result goes: an intermediate's node (resharded to its spec,
+// reduced), a parameter's store (kept unreduced: to_contribution), or nowhere (a plain array,
+// whose backward is not even computed).
+template <class X>
+struct sink {
+  static constexpr bool active = false;
+  explicit sink(const X&) {}
+  template <class Raw>
+  void deliver(const Raw&) const {}
+};
+template <class A, class C, int L>
+struct sink<traced<A, C, L>> {
+  static constexpr bool active = true;
+  value_node<cotangent_t<A>>* node = nullptr;
+  leaf_store* store = nullptr;
+  explicit sink(const traced<A, C, L>& x) {
+    if constexpr (L >= 0)
+      store = &x.tape()->leaves[static_cast<std::size_t>(L)];
+    else
+      node = x.node();
+  }
+  template <class Raw>
+  void deliver(const Raw& raw) const {
+    if constexpr (L >= 0)
+      store->add(to_contribution<A>(raw));
+    else
+      node->add(to_cotangent<A>(raw));
+  }
+};
+
+template <class X, class Raw>
+std::string delivery_description() {
+  if constexpr (!traced_type<X>) {
+    return "";
+  } else if constexpr (X::leaf >= 0) {
+    using plan = reshard_plan<typename Raw::mesh_type, typename Raw::spec, typename X::spec,
+                              typename Raw::extents_type, typename Raw::unreduced_type,
+                              contribution_unreduced_of<typename X::array_type, Raw>>;
+    return "  to parameter " + std::to_string(X::leaf) + ": " + plan::describe();
+  } else {
+    using plan = reshard_plan<typename Raw::mesh_type, typename Raw::spec, typename X::spec,
+                              typename Raw::extents_type, typename Raw::unreduced_type>;
+    return "  to the operand: " + plan::describe();
+  }
+}
+
+template <class A, class B>
+const std::shared_ptr<grad_tape>& tape_of(const A& a, const B& b) {
+  if constexpr (traced_type<A>) {
+    (void)b;
+    return a.tape();
+  } else {
+    (void)a;
+    return b.tape();
+  }
+}
+
+// Records an op with result `value` and operands a (and b): raw_a(g) / raw_b(g) compute the
+// backward results from the result's cotangent g. Returns the traced result.
+template <class R, class A, class RawA>
+auto record(R value, const A& a, RawA raw_a, std::string (*describe)() = nullptr) {
+  using Cot = cotangent_t<R>;
+  using raw_a_t = std::remove_cvref_t<decltype(raw_a(std::declval<const Cot&>()))>;
+  using list = typename contributions_merge<typename contributions_of<A>::type,
+                                            typename new_contribution<A, raw_a_t>::type>::type;
+  auto node = std::make_unique<value_node<Cot>>();
+  node->describe = describe;
+  node->pull = [s = sink<A>(a), raw_a](const Cot& g) { s.deliver(raw_a(g)); };
+  auto* n = node.get();
+  a.tape()->nodes.push_back(std::move(node));
+  return traced<R, list>(std::move(value), a.tape(), n);
+}
+
+template <class R, class A, class B, class RawA, class RawB>
+auto record(R value, const A& a, const B& b, RawA raw_a, RawB raw_b,
+            std::string (*describe)() = nullptr) {
+  using Cot = cotangent_t<R>;
+  using list = typename contributions_merge<
+      typename contributions_of<A>::type, typename contributions_of<B>::type,
+      typename new_contribution<A, std::remove_cvref_t<decltype(raw_a(std::declval<const Cot&>()))>>::type,
+      typename new_contribution<B, std::remove_cvref_t<decltype(raw_b(std::declval<const Cot&>()))>>::type>::type;
+  const std::shared_ptr<grad_tape>& tape = tape_of(a, b);
+  auto node = std::make_unique<value_node<Cot>>();
+  node->describe = describe;
+  node->pull = [sa = sink<A>(a), sb = sink<B>(b), raw_a, raw_b](const Cot& g) {
+    if constexpr (sink<A>::active) sa.deliver(raw_a(g));
+    if constexpr (sink<B>::active) sb.deliver(raw_b(g));
+  };
+  auto* n = node.get();
+  tape->nodes.push_back(std::move(node));
+  return traced<R, list>(std::move(value), tape, n);
+}
+
+// ---- broadcasting's transpose: sum the cotangent back to an operand's shape -----------------
+
+template <std::size_t... D>
+struct int_dims {};
+
+// The result dimensions (of a rank-RR result) an operand of type A stretches statically:
+// its leading missing dimensions are summed away separately.
+template <class A, class V>
+struct stretched {
+  static constexpr std::size_t lead = V::rank - A::rank;
+  static constexpr std::size_t count = [] {
+    std::size_t n = 0;
+    for (std::size_t d = 0; d < A::rank; ++d)
+      n += A::extents_type::static_extents[d] == 1 &&
+           V::extents_type::static_extents[lead + d] != 1;
+    return n;
+  }();
+  static constexpr std::array<int, count + 1> dims = [] {
+    std::array<int, count + 1> out{};
+    std::size_t n = 0;
+    for (std::size_t d = 0; d < A::rank; ++d)
+      if (A::extents_type::static_extents[d] == 1 &&
+          V::extents_type::static_extents[lead + d] != 1)
+        out[n++] = static_cast<int>(d);
+    return out;
+  }();
+};
+
+template <class A, class V, std::size_t... I>
+auto sum_stretched(const V& v, std::index_sequence<I...>) {
+  if constexpr (sizeof...(I) == 0)
+    return v;
+  else
+    return typeshard::sum<stretched<A, V>::dims[I]...>(v, keep_dims);
+}
+
+template <class V, std::size_t... I>
+auto sum_leading(const V& v, std::index_sequence<I...>) {
+  if constexpr (sizeof...(I) == 0)
+    return v;
+  else
+    return typeshard::sum<static_cast<int>(I)...>(v);
+}
+
+// v (the shape of a broadcast result) summed to the shape of an operand of type A with
+// extents `a_extents`.
+template <class A, class V>
+auto reduce_to(const V& v, const shape<A::rank>& a_extents) {
+  constexpr std::size_t lead = V::rank - A::rank;
+  for (std::size_t d = 0; d < A::rank; ++d)
+    if (a_extents[d] == 1 && v.extent(lead + d) != 1 &&
+        !(A::extents_type::static_extents[d] == 1))
+      throw shape_error(
+          "typeshard: ts::value_and_grad: operand dimension " + std::to_string(d) +
+          " of dynamic extent 1 stretches to " + std::to_string(v.extent(lead + d)) +
+          " in a broadcast; its gradient needs that known at compile time; fix: give the "
+          "stretching dimension static extent 1 (ts::extents<..., 1, ...>)");
+  auto s = sum_leading(v, std::make_index_sequence<lead>{});
+  return sum_stretched<A>(s, std::make_index_sequence<stretched<A, V>::count>{});
+}
+
+template <class X>
+using scalar_t = typename std::remove_cvref_t<X>::value_type;
+
+// The matmul equation of rank R: "ij,jk->ik", "aij,ajk->aik", ...
+template <std::size_t R>
+constexpr einsum_subscripts matmul_subscripts() {
+  einsum_subscripts s;
+  auto put = [&](char c) { s.chars[s.length++] = c; };
+  auto operand = [&](char x, char y) {
+    for (std::size_t i = 0; i + 2 < R; ++i) put(static_cast<char>('a' + i));
+    put(x);
+    put(y);
+  };
+  operand('x', 'y');
+  put(',');
+  operand('y', 'z');
+  put('-');
+  put('>');
+  operand('x', 'z');
+  return s;
+}
+
+}  // namespace detail
+
+}  // namespace typeshard
