@@ -7,6 +7,8 @@
 // Every multi-device call runs under ts_test::within (support/watchdog.hpp), so a deadlock
 // fails the test instead of hanging it; the bodies that must run concurrently meet at a
 // ts_test::rendezvous, which the bodies could not all reach if they ran one after another.
+// Kernel slots (backend::kernel_slot) bound how many heavy kernels run at once, and a
+// collective between two slots never deadlocks.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -422,4 +424,79 @@ TEST_CASE("runs issued from several threads at once are serialised, none lost", 
   });
   REQUIRE(counts.first == std::vector<int>{50, 50, 100, 100, 50, 50});
   REQUIRE(counts.second <= 4);  // one operation's devices at a time
+}
+
+TEST_CASE("kernel slots: at most concurrent_kernels() at once; collectives between them run",
+          "[threads][kernel_slot]") {
+  // 8 devices on 2 slots: each takes a slot 20 times with an all-reduce of all 8 devices
+  // between two slots, so a device holding a slot while a peer waits for it in a collective
+  // would deadlock (the watchdog fails the test then).
+  constexpr std::size_t devices = 8, slots = 2;
+  auto pool = std::make_shared<ts::cpu_devices>(devices, slots);
+  REQUIRE(pool->concurrent_kernels() == slots);
+  struct seen {
+    int most_at_once = 0;
+    std::vector<float> sums;
+  };
+  const seen s = ts_test::within(limit, "kernel slots with collectives between them", [pool] {
+    const std::vector<ts::device_id> ids = iota_devices(devices);
+    std::atomic<int> running{0}, most{0};
+    std::vector<float> sums(devices, 0.0f);
+    pool->run(ids, [&](std::size_t i) {
+      for (int k = 0; k < 20; ++k) {
+        {
+          const ts::backend::kernel_slot slot = pool->acquire_kernel_slot();
+          const int now = ++running;
+          int high = most.load();
+          while (now > high && !most.compare_exchange_weak(high, now)) {
+          }
+          // Hold the slot ~1 ms (8 threads on few cores get preempted meanwhile), or until a
+          // holder too many shows up: without the slots, one does within a few holds.
+          const auto until = std::chrono::steady_clock::now() + 1ms;
+          while (running.load() <= static_cast<int>(slots) && std::chrono::steady_clock::now() < until) {
+          }
+          --running;
+        }
+        float v = 1.0f;
+        pool->all_reduce({ids, i}, ts::element_type_of<float>, ts::reduce_op::sum, &v, &v, 1);
+        sums[i] += v;
+      }
+    });
+    return seen{most.load(), sums};
+  });
+  CHECK(s.most_at_once >= 1);
+  CHECK(s.most_at_once <= static_cast<int>(slots));
+  for (const float v : s.sums) CHECK(v == 20.0f * devices);
+}
+
+TEST_CASE("kernel slots: by default the cores this process may use; zero is an error",
+          "[threads][kernel_slot]") {
+  const ts::cpu_devices pool{3};
+  CHECK(pool.concurrent_kernels() >= 1);
+  CHECK(pool.concurrent_kernels() <= std::max<std::size_t>(std::thread::hardware_concurrency(), 1));
+  REQUIRE_THROWS_AS((ts::cpu_devices{4, 0}), ts::usage_error);
+  REQUIRE_THROWS_WITH((ts::cpu_devices{4, 0}),
+                      Catch::StartsWith("typeshard: ") && Catch::Contains("concurrent kernel"));
+}
+
+TEST_CASE("a matmul on more devices than kernel slots equals the serial product",
+          "[threads][kernel_slot]") {
+  // 8 devices, one slot: every device's GEMM runs alone, between the plan's collectives.
+  ts::cpu_devices pool(8, 1);
+  using mesh = ts::mesh<ts::axis("x", 4), ts::axis("y", 2)>;
+  const ts::device_mesh<mesh> m{pool};
+  constexpr std::size_t n = 24, k = 20, q = 18;
+  ts::host_tensor<double, 2> a({n, k}), b({k, q});
+  for (std::size_t i = 0; i < a.values().size(); ++i) a.values()[i] = double((i * 7) % 11) - 5.0;
+  for (std::size_t i = 0; i < b.values().size(); ++i) b.values()[i] = double((i * 5) % 13) - 6.0;
+  const auto A = ts::device_put<ts::spec<"x", "y">>(m, a);   // contracting dim over "y"
+  const auto B = ts::device_put<ts::spec<"y", ts::none>>(m, b);
+  const auto C = ts::reshard<ts::spec<"x", ts::none>>(ts::matmul(A, B));
+  const ts::host_tensor<double, 2> c = ts::to_host(C);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < q; ++j) {
+      double want = 0.0;
+      for (std::size_t l = 0; l < k; ++l) want += a(i, l) * b(l, j);
+      CHECK(c(i, j) == want);  // small integers: exact in double
+    }
 }

@@ -200,6 +200,27 @@ class backend {
                                       std::size_t send_to, void* recv, std::size_t recv_count,
                                       std::size_t recv_from);
 
+  // ---- kernel slots: no more heavy kernels at once than there are cores ------------------
+  // A device body runs each heavy per-shard kernel (the GEMM of a matmul or einsum) holding
+  // a kernel_slot. A backend whose devices share fewer cores than it has devices (the thread
+  // pool simulating 8 devices on 2 cores) lets only as many kernels run at once as it has
+  // cores: time-sliced on one core, two cache-blocked GEMMs evict each other's packed panels
+  // from the core's caches every few milliseconds, and both run slower than one after the
+  // other. A slot is never held across a collective (every device holding one is computing,
+  // so a device waiting for one never waits on a peer that waits on it). Backends with a core
+  // per device (MPI ranks) hand slots out for free.
+  class [[nodiscard]] kernel_slot {
+   public:
+    explicit kernel_slot(backend& b) : backend_(&b) { b.do_acquire_kernel_slot(); }
+    kernel_slot(const kernel_slot&) = delete;
+    kernel_slot& operator=(const kernel_slot&) = delete;
+    ~kernel_slot() { backend_->do_release_kernel_slot(); }
+
+   private:
+    backend* backend_;
+  };
+  kernel_slot acquire_kernel_slot() { return kernel_slot(*this); }
+
  protected:
   // Where the calling thread is: inside a per-device function of this backend's current
   // run (at position `index` of a run over `run_size` devices), or not.
@@ -209,6 +230,10 @@ class backend {
     std::size_t index = 0;
   };
   virtual body_position current_body() const = 0;
+
+  // The kernel_slot's primitives (see above); by default every device may run a kernel.
+  virtual void do_acquire_kernel_slot() {}
+  virtual void do_release_kernel_slot() noexcept {}
 
   // How many devices there are, said in the backend's terms, for the message naming a
   // device that does not exist ("this cpu_devices has 4 devices (0 to 3)").

@@ -51,8 +51,11 @@ TYPESHARD_RUNTIME_DECL thread_device_context& current_thread_device();
 
 class cpu_devices final : public backend {
  public:
-  // Starts `count` device threads (usage_error for 0).
+  // Starts `count` device threads (usage_error for 0). At most `concurrent_kernels` of them
+  // run a heavy kernel (a per-shard GEMM) at once (see backend::kernel_slot); by default as
+  // many as the cores this process may run on.
   TYPESHARD_RUNTIME_DECL explicit cpu_devices(std::size_t count);
+  TYPESHARD_RUNTIME_DECL cpu_devices(std::size_t count, std::size_t concurrent_kernels);
 
   cpu_devices(const cpu_devices&) = delete;
   cpu_devices& operator=(const cpu_devices&) = delete;
@@ -63,9 +66,12 @@ class cpu_devices final : public backend {
   std::size_t device_count() const override { return workers_.size(); }
   bool is_addressable(device_id d) const override { return d < workers_.size(); }
   std::string_view platform() const override { return "cpu"; }
+  std::size_t concurrent_kernels() const { return kernel_slots_; }
 
  protected:
   TYPESHARD_RUNTIME_DECL body_position current_body() const override;
+  TYPESHARD_RUNTIME_DECL void do_acquire_kernel_slot() override;
+  TYPESHARD_RUNTIME_DECL void do_release_kernel_slot() noexcept override;
   TYPESHARD_RUNTIME_DECL std::string devices_summary() const override;
 
   TYPESHARD_RUNTIME_DECL void do_run(std::span<const device_id> devices,
@@ -122,6 +128,13 @@ class cpu_devices final : public backend {
 
   std::vector<std::unique_ptr<worker>> workers_;
   std::mutex run_mutex_;
+
+  // Kernel slots: a counter under a mutex (not std::counting_semaphore, whose futex waits
+  // the thread sanitizer does not follow). Unused when there are no fewer slots than devices.
+  std::size_t kernel_slots_ = 1;
+  std::size_t kernels_running_ = 0;
+  std::mutex kernel_mutex_;
+  std::condition_variable kernel_slot_free_;
 };
 
 }  // namespace typeshard

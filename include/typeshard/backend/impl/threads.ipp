@@ -6,6 +6,10 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <thread>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "../../core/errors.hpp"
 #include "../detail/reduce_kernels.hpp"
@@ -85,9 +89,34 @@ inline void rethrow_first_failure(std::span<const device_id> devices,
   }
 }
 
+// The cores this process may run on (its CPU affinity mask on Linux, so that `taskset -c 0`
+// or a container's CPU set counts), at least 1.
+inline std::size_t cores_available() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<std::size_t>(n);
+  }
+#endif
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? n : 1;
+}
+
 }  // namespace detail
 
-TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count) {
+TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count)
+    : cpu_devices(count, detail::cores_available()) {}
+
+TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count,
+                                                std::size_t concurrent_kernels)
+    : kernel_slots_(concurrent_kernels) {
+  if (concurrent_kernels == 0)
+    throw usage_error(
+        "typeshard: cpu_devices needs at least one concurrent kernel; pass the number of "
+        "per-shard kernels that may run at once (the cores to use), or omit it for all the "
+        "cores this process may run on");
   if (count == 0)
     throw usage_error(
         "typeshard: cpu_devices needs at least one device; pass the number of simulated "
@@ -284,6 +313,22 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_run(std::span<const device_id> devic
     done.wait(lock, [&] { return remaining == 0; });
   }
   detail::rethrow_first_failure(devices, failures);
+}
+
+TYPESHARD_RUNTIME_DECL void cpu_devices::do_acquire_kernel_slot() {
+  if (kernel_slots_ >= workers_.size()) return;
+  std::unique_lock lock(kernel_mutex_);
+  kernel_slot_free_.wait(lock, [&] { return kernels_running_ < kernel_slots_; });
+  ++kernels_running_;
+}
+
+TYPESHARD_RUNTIME_DECL void cpu_devices::do_release_kernel_slot() noexcept {
+  if (kernel_slots_ >= workers_.size()) return;
+  {
+    std::lock_guard lock(kernel_mutex_);
+    --kernels_running_;
+  }
+  kernel_slot_free_.notify_one();
 }
 
 TYPESHARD_RUNTIME_DECL void cpu_devices::work(worker& w) {

@@ -123,15 +123,17 @@ void run_step(backend& b, std::size_t p, const step<Rank>& s, operand_block<T, R
 }
 
 // Runs `steps` at position p on the operands (indexed by step_operand); a local_gemm step
-// calls gemm(operands).
+// calls gemm(operands), holding one of the backend's kernel slots.
 template <class T, class Mesh, std::size_t Rank, class Gemm>
 void run_steps(backend& b, std::size_t p, std::span<const step<Rank>> steps,
                std::span<operand_block<T, Rank>> operands, Gemm&& gemm) {
   for (const step<Rank>& s : steps) {
-    if (s.kind == step_kind::local_gemm)
+    if (s.kind == step_kind::local_gemm) {
+      const backend::kernel_slot slot = b.acquire_kernel_slot();  // see backend.hpp
       gemm(operands);
-    else
+    } else {
       run_step<T, Mesh, Rank>(b, p, s, operands[static_cast<std::size_t>(s.operand)]);
+    }
   }
 }
 
