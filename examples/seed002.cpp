@@ -17,7 +17,9 @@
 //      8-way data parallel (batch over 8 devices, parameters replicated), and 4-way data x
 //      2-way tensor parallel (W2's columns and W3's rows over the 2-way axis). Each run's loss
 //      must fall, and match a serial run of the same model (same initialisation, same data,
-//      one thread, no typeshard) at every step.
+//      one thread, no typeshard) at every step; then trained again with ts::value_and_grad
+//      (the loss written once, forward only), which must give the hand-written pass's losses
+//      step by step and match the serial run too.
 // The exit code is 1 if any check fails.
 //
 // Positional shardings. PositionalSharding(devices).reshape(r, c) puts device r_i * c + c_j
@@ -335,6 +337,69 @@ std::vector<double> train(Params& params, const Batch& inputs, const Batch& targ
   return losses;
 }
 
+// doc-snippet: value_and_grad
+// The same MLP and loss written once, forward only, for ts::value_and_grad: each layer's
+// product names its output sharding as backprop's does (the rows as the input's, the columns
+// as the weight's); the loss is the summed squared error over the batch, divided by its size.
+// value_and_grad records each op's backward and runs the transposed ops, planned at compile
+// time like the forward ones.
+inline constexpr auto mlp_loss = [](auto w1, auto b1, auto w2, auto b2, auto w3, auto b3,
+                                    auto w4, auto b4, const auto& x, const auto& t) {
+  auto dense = [](const auto& a, const auto& w, const auto& b) {
+    using A = std::remove_cvref_t<decltype(a)>;
+    using W = std::remove_cvref_t<decltype(w)>;
+    return ts::matmul<ts::spec<A::spec::dim(0), W::spec::dim(1)>>(a, w) + b;
+  };
+  const auto a1 = ts::relu(dense(x, w1, b1));
+  const auto a2 = ts::relu(dense(a1, w2, b2));
+  const auto a3 = ts::relu(dense(a2, w3, b3));
+  const auto e = dense(a3, w4, b4) - t;
+  return ts::sum<ts::spec<ts::none>>(e * e) / static_cast<float>(x.extent(0));
+};
+
+// Trains with ts::value_and_grad, as train() does by hand. Each gradient has its parameter's
+// spec and is unreduced over the axes the backward contracted (the batch's): its type says
+// so, and ts::reshard to the parameter's spec is the all-reduce (DDP). The first step prints
+// two gradients' types.
+template <class Params, class Batch>
+std::vector<double> train_with_grad(Params& params, const Batch& inputs, const Batch& targets,
+                                    std::size_t steps, float step_size) {
+  const auto loss_and_grads = ts::value_and_grad<0, 1, 2, 3, 4, 5, 6, 7>(mlp_loss);
+  auto sgd = [step_size](const auto& p, const auto& g) {
+    using P = std::remove_cvref_t<decltype(p)>;
+    return P(p - ts::reshard<typename P::spec>(g) * step_size);
+  };
+  std::vector<double> losses;
+  for (std::size_t s = 0; s < steps; ++s) {
+    auto& [l1, l2, l3, l4] = params;
+    const auto [loss, g] =
+        loss_and_grads(l1.w, l1.b, l2.w, l2.b, l3.w, l3.b, l4.w, l4.b, inputs, targets);
+    if (s == 0) {
+      using dW1 = std::remove_cvref_t<decltype(std::get<0>(g))>;
+      using dW2 = std::remove_cvref_t<decltype(std::get<2>(g))>;
+      std::cout << "  dW1: " << dW1::sharding_string() << ", unreduced "
+                << dW1::unreduced_type::to_string() << "\n  dW2: " << dW2::sharding_string()
+                << ", unreduced " << dW2::unreduced_type::to_string() << "\n";
+    }
+    losses.push_back(ts::to_host(loss)(0));
+    params = Params{layer{sgd(l1.w, std::get<0>(g)), sgd(l1.b, std::get<1>(g))},
+                    layer{sgd(l2.w, std::get<2>(g)), sgd(l2.b, std::get<3>(g))},
+                    layer{sgd(l3.w, std::get<4>(g)), sgd(l3.b, std::get<5>(g))},
+                    layer{sgd(l4.w, std::get<6>(g)), sgd(l4.b, std::get<7>(g))}};
+  }
+  losses.push_back(loss_of<0>(params, inputs, targets));
+  return losses;
+}
+// doc-snippet-end
+
+// The largest relative difference between two runs' losses, step by step.
+double largest_loss_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (std::size_t s = 0; s < a.size() && s < b.size(); ++s)
+    worst = std::max(worst, std::abs(a[s] - b[s]) / std::abs(b[s]));
+  return worst;
+}
+
 // Compares a distributed run with the serial one: loss by loss, then the final weights.
 template <class Params>
 void compare_runs(const std::string& what, const std::vector<double>& losses,
@@ -645,6 +710,24 @@ int main(int argc, char** argv) {
   std::cout << "serial run: loss " << serial_losses.front() << " -> " << serial_losses.back()
             << ", " << serial_ms / steps << " ms per step\n";
 
+  // The same training through ts::value_and_grad: it must follow the serial run, and the
+  // hand-written backward pass (`by_hand`, its losses), step by step.
+  auto train_through_value_and_grad = [&](const std::string& what, auto& params, const auto& x,
+                                          const auto& t, const std::vector<double>& by_hand) {
+    std::cout << "the same training through ts::value_and_grad; the gradients' types:\n";
+    std::vector<double> losses;
+    const double ms = examples::median_ms(
+        1, [&] { losses = train_with_grad(params, x, t, steps, step_size); });
+    const double apart = largest_loss_difference(losses, by_hand);
+    std::cout << "after " << steps << " steps: loss " << losses.back() << " (" << ms / steps
+              << " ms per step); largest relative difference from the hand-written backward "
+              << "pass's losses: " << apart << "\n";
+    check(apart <= tolerance, what + ", ts::value_and_grad: the losses differ from the "
+                                     "hand-written backward pass's");
+    compare_runs(what + ", ts::value_and_grad", losses, serial_losses, params, serial_params,
+                 tolerance);
+  };
+
   {
     // doc-snippet: data_parallel
     // sharding = PositionalSharding(jax.devices()).reshape(8, 1): the batch over 8 devices,
@@ -664,12 +747,14 @@ int main(int argc, char** argv) {
     std::cout << "loss_jit(params, batch) = " << loss_of<0>(params, x_batch, t_batch) << "\n";
     // The gradient of a replicated weight contracts over the batch, sharded in both operands:
     // the local products are partial sums, and the plans all-reduce them (psum over batch).
+    auto params_g = params;  // for the ts::value_and_grad run (shares the shards)
     std::vector<double> losses;
     const double ms =
         examples::median_ms(1, [&] { losses = train(params, x_batch, t_batch, steps, step_size); });
     std::cout << "after " << steps << " steps: loss_jit(params, batch) = " << losses.back() << " ("
               << ms / steps << " ms per step)\n";
     compare_runs("8-way data parallel", losses, serial_losses, params, serial_params, tolerance);
+    train_through_value_and_grad("8-way data parallel", params_g, x_batch, t_batch, losses);
   }
   {
     // doc-snippet: tensor_parallel
@@ -697,6 +782,7 @@ int main(int argc, char** argv) {
     std::cout << "loss_jit(params, batch) = " << loss_of<0>(params, x_batch, t_batch) << "\n";
     // Layer 2 is local (W2's columns give z2's); layer 3 contracts over the model axis (a2's
     // columns, W3's rows): a psum, as are the gradients of the weights sharded over it.
+    auto params_g = params;  // for the ts::value_and_grad run (shares the shards)
     std::vector<double> losses;
     const double ms =
         examples::median_ms(1, [&] { losses = train(params, x_batch, t_batch, steps, step_size); });
@@ -706,6 +792,8 @@ int main(int argc, char** argv) {
     ts::visualize(std::get<2>(params).w);
     compare_runs("4-way data x 2-way tensor parallel", losses, serial_losses, params, serial_params,
                  tolerance);
+    train_through_value_and_grad("4-way data x 2-way tensor parallel", params_g, x_batch, t_batch,
+                                 losses);
   }
 
   return check.exit_code("seed002");

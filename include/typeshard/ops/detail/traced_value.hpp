@@ -196,8 +196,16 @@ auto record(R value, const A& a, const B& b, RawA raw_a, RawB raw_b,
   auto node = std::make_unique<value_node<Cot>>();
   node->describe = describe;
   node->pull = [sa = sink<A>(a), sb = sink<B>(b), raw_a, raw_b](const Cot& g) {
-    if constexpr (sink<A>::active) sa.deliver(raw_a(g));
-    if constexpr (sink<B>::active) sb.deliver(raw_b(g));
+    // An operand that is a plain array gets nothing (its raw_ is named all the same, for
+    // clang's -Wunused-lambda-capture).
+    if constexpr (sink<A>::active)
+      sa.deliver(raw_a(g));
+    else
+      (void)raw_a;
+    if constexpr (sink<B>::active)
+      sb.deliver(raw_b(g));
+    else
+      (void)raw_b;
   };
   auto* n = node.get();
   tape->nodes.push_back(std::move(node));
