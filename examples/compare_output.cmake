@@ -1,5 +1,6 @@
 # examples/compare_output.cmake: runs an example on the thread backend and its MPI copy
-# under mpiexec, and fails unless rank 0 printed exactly what the thread backend printed.
+# under mpiexec, and fails unless both exit 0 and rank 0 printed exactly what the thread
+# backend printed.
 #   cmake -DMPIEXEC=... -DNP=N -DTHREADS=example_x -DMPI=example_mpi_x -DWORKDIR=dir -P this
 # Lines with measured times ("ms", "GFLOP/s", "us") differ run to run: both sides drop them,
 # and numbers below 1e-4 in scientific notation (rounding) are masked.
@@ -17,6 +18,14 @@ execute_process(COMMAND "${MPIEXEC}" --allow-run-as-root --oversubscribe -np ${N
                         --output-filename "${WORKDIR}" -x NO_COLOR "${MPI}"
                 RESULT_VARIABLE mpi_rc OUTPUT_QUIET)
 if(NOT mpi_rc EQUAL 0)
+  # Each rank's stderr went to its file: show them, as a plain mpiexec run would.
+  file(GLOB_RECURSE rank_errors "${WORKDIR}/*/stderr")
+  foreach(rank_error IN LISTS rank_errors)
+    file(READ "${rank_error}" text)
+    if(text)
+      message("${rank_error}:\n${text}")
+    endif()
+  endforeach()
   message(FATAL_ERROR "mpiexec run failed (${mpi_rc})")
 endif()
 file(GLOB_RECURSE rank0 "${WORKDIR}/*/rank.0/stdout")

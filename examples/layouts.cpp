@@ -2,7 +2,7 @@
 //
 // Reproduces, on 8 simulated CPU devices:
 //   - seed 001 ("Parallelization Basics") sections 1-2: the 2x2 mesh and its device ids, an
-//     8192 x 8192 matrix of ones sharded P('x', 'y') with its addressable_shards listing,
+//     8192 x 8192 matrix of ones sharded P('x', 'y') with its shards listed,
 //     each sharding strategy of section 2.4 with its picture, and the replicated layout of
 //     section 3's results;
 //   - seed 003 (Cophy2024) exercise 1: a 16 x 16 array on a 1-D mesh of 8, on half of the
@@ -19,6 +19,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <typeshard/typeshard.hpp>
@@ -50,39 +51,53 @@ std::string id_list(const std::vector<ts::device_id>& ids) {
 // is one row.
 using picture_grid = std::vector<std::vector<std::set<ts::device_id>>>;
 
-// Checks that the array's shards form exactly that picture: each shard is the block of its
-// box (index slices and local shape), holds the host data of that block, and the devices of
-// each box are the listed ones; then that to_host gives the host data back (skipped for the
-// big matrix's strategies: the shard check already covers every element, and another
-// 256 MB copy per strategy is most of this program's run time).
+// Checks that the array's shards form exactly that picture: each mesh position's block is
+// the block of its box (index slices and local shape) and the devices of each box are the
+// listed ones; each shard this process holds has the host data of its block; then that
+// to_host gives the host data back (skipped for the big matrix's strategies: the shard check
+// already covers every element, and another 256 MB copy per strategy is most of this
+// program's run time). The picture is read from the layout of every mesh position, not from
+// addressable_shards(): under MPI a process addresses its own device's shard only (as in a
+// multi-process JAX program), and every process checks the whole picture.
 template <class Array, class T, std::size_t Rank>
 void check_layout(const std::string& name, const Array& a, const ts::host_tensor<T, Rank>& host,
                   const picture_grid& boxes, bool round_trip = true) {
   const std::size_t rows = boxes.size(), cols = boxes.front().size();
   const std::size_t block_rows = Rank == 2 ? host.extent(0) / rows : 1;
   const std::size_t block_cols = host.extent(Rank - 1) / cols;
+  // The box a block starts in, and the block of a box.
+  auto box_of = [&](const ts::index_slices<Rank>& index) {
+    return std::pair{Rank == 2 ? index[0].start / block_rows : 0, index[Rank - 1].start / block_cols};
+  };
+  auto block_of = [&](std::size_t r, std::size_t c) {
+    ts::index_slices<Rank> block{};
+    if constexpr (Rank == 2) block[0] = {r * block_rows, (r + 1) * block_rows};
+    block[Rank - 1] = {c * block_cols, (c + 1) * block_cols};
+    return block;
+  };
   picture_grid seen(rows, std::vector<std::set<ts::device_id>>(cols));
-  for (const auto& s : a.addressable_shards()) {
-    const std::size_t r = Rank == 2 ? s.index[0].start / block_rows : 0;
-    const std::size_t c = s.index[Rank - 1].start / block_cols;
+  for (std::size_t p = 0; p < Array::mesh_type::size; ++p) {
+    const ts::device_id device = a.device_mesh().device_at(p);
+    const auto [r, c] = box_of(a.index(p));
     if (r >= rows || c >= cols) {
       expect(false, name + ": a shard starts outside the picture");
       continue;
     }
-    seen[r][c].insert(s.device.id);
-    ts::index_slices<Rank> block{};
-    if constexpr (Rank == 2) block[0] = {r * block_rows, (r + 1) * block_rows};
-    block[Rank - 1] = {c * block_cols, (c + 1) * block_cols};
-    expect(s.index == block, name + ": device " + std::to_string(s.device.id) + " holds " +
-                                 ts::to_string(s.index) + ", expected " + ts::to_string(block));
+    seen[r][c].insert(device);
+    const ts::index_slices<Rank> block = block_of(r, c);
+    expect(a.index(p) == block, name + ": device " + std::to_string(device) + " holds " +
+                                    ts::to_string(a.index(p)) + ", expected " + ts::to_string(block));
     ts::shape<Rank> local{};
     for (std::size_t d = 0; d < Rank; ++d) local[d] = block[d].size();
-    expect(s.shape == local, name + ": device " + std::to_string(s.device.id) + " has shape " +
-                                 ts::to_string(s.shape));
+    expect(a.local_shape(p) == local, name + ": device " + std::to_string(device) + " has shape " +
+                                          ts::to_string(a.local_shape(p)));
+  }
+  for (const auto& s : a.addressable_shards()) {
     // The shard's rows are the host rows of its block.
-    bool same = s.data.size() == (Rank == 2 ? local[0] * local[1] : local[0]);
-    const std::size_t width = local[Rank - 1];
-    for (std::size_t i = 0; same && i < (Rank == 2 ? local[0] : 1); ++i) {
+    const ts::index_slices<Rank>& block = s.index;
+    bool same = s.data.size() == s.shape[0] * (Rank == 2 ? s.shape[Rank - 1] : 1);
+    const std::size_t width = s.shape[Rank - 1];
+    for (std::size_t i = 0; same && i < (Rank == 2 ? s.shape[0] : 1); ++i) {
       const T* host_row = host.data() + (Rank == 2 ? (block[0].start + i) * host.extent(1) : 0) +
                           block[Rank - 1].start;
       same = std::equal(host_row, host_row + width, s.data.begin() + static_cast<std::ptrdiff_t>(i * width));
@@ -120,7 +135,7 @@ int main() {
   expect(devices.device_count() == 8, "device count");
 
   using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
-  const ts::device_mesh<mesh_2x2> mesh_2d{devices};  // jax.make_mesh((2, 2), ('x', 'y'))
+  const ts::device_mesh<mesh_2x2> mesh_2d{devices, {0, 1, 2, 3}};  // jax.make_mesh((2, 2), ('x', 'y')): the first 4
   std::cout << "2D Mesh: " << mesh_2x2::to_string() << "\n" << id_list(mesh_2d.devices()) << "\n";
   expect(mesh_2x2::to_string() == "Mesh('x': 2, 'y': 2)", "mesh printout");
   expect(id_list(mesh_2d.devices()) == "[0, 1, 2, 3]", "mesh device ids");
@@ -139,9 +154,12 @@ int main() {
     section("seed 001, 2.2: inspecting sharded matrices");
     std::cout << "Global matrix shape " << ts::to_string(sharded_matrix.extents()) << "\n";
     std::cout << "Shapes of Matrix Shards:\n";
-    for (const auto& shard : sharded_matrix.addressable_shards())
-      std::cout << shard.device.to_string() << " " << ts::to_string(shard.index) << " "
-                << ts::to_string(shard.shape) << "\n";
+    // Every shard, this process's or not (JAX's sharding.devices_indices_map): under MPI,
+    // addressable_shards() holds this rank's only.
+    for (std::size_t p = 0; p < mesh_2x2::size; ++p)
+      std::cout << devices.describe(mesh_2d.device_at(p)).to_string() << " "
+                << ts::to_string(sharded_matrix.index(p)) << " "
+                << ts::to_string(sharded_matrix.local_shape(p)) << "\n";
     check_layout("P('x', 'y') of the 8192 x 8192 matrix", sharded_matrix, matrix,
                  {{{0}, {1}}, {{2}, {3}}});
   }

@@ -122,10 +122,14 @@ double scaled_error(const ts::host_tensor<cfloat, 3>& got,
   return diff / scale;
 }
 
+// Every shard's device and index, this process's or not (JAX's
+// sharding.devices_indices_map): under MPI, addressable_shards() holds this rank's only.
 template <class Array>
 void print_shards(const Array& a) {
-  for (const auto& s : a.addressable_shards())
-    std::cout << "  " << s.device.to_string() << " " << ts::to_string(s.index) << "\n";
+  const auto& m = a.device_mesh();
+  for (std::size_t p = 0; p < Array::mesh_type::size; ++p)
+    std::cout << "  " << m.get_backend().describe(m.device_at(p)).to_string() << " "
+              << ts::to_string(a.index(p)) << "\n";
 }
 
 template <class Array>

@@ -26,11 +26,13 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include <typeshard/typeshard.hpp>
 
+#include "support/blocks.hpp"
 #include "support/print.hpp"
 
 namespace ts = typeshard;
@@ -73,18 +75,27 @@ struct trace {
 };
 
 // Runs `op` on each device's block of x under shard_map<mesh1d, P('i'), OutSpec>, recording
-// the blocks (each device writes only its own entry, so no lock is needed).
+// the blocks: the shard_map also returns each device's input and output block, concatenated
+// along P('i'), so that every process sees every device's (under MPI a device's block lives
+// in its own rank).
 template <class OutSpec, class T, class Op>
 ts::host_tensor<T, 1> traced(const ts::device_mesh<mesh1d>& m, const ts::host_tensor<T, 1>& x,
                              trace<T>& t, Op op) {
-  const auto f = ts::shard_map<mesh1d, ts::spec<"i">, OutSpec>(
-      [&](const ts::shard_context<mesh1d>& c, const auto& x_block) {
-        t.before[c.position()] = x_block.to_host();
-        auto y_block = op(x_block);
-        t.after[c.position()] = y_block.to_host();
-        return y_block;
-      });
-  return ts::to_host(f(ts::device_put<ts::spec<"i">>(m, x)));
+  using P_i = ts::spec<"i">;
+  const auto f = ts::shard_map<mesh1d, P_i, ts::specs<OutSpec, P_i, P_i>>([&](const auto& x_block) {
+    auto y_block = op(x_block);
+    return std::tuple{y_block, y_block, x_block};
+  });
+  const auto [y, after, before] = f(ts::device_put<P_i>(m, x));
+  const ts::host_tensor<T, 1> all_after = ts::to_host(after), all_before = ts::to_host(before);
+  const std::size_t n_after = all_after.size() / mesh1d::size, n_before = all_before.size() / mesh1d::size;
+  for (std::size_t p = 0; p < mesh1d::size; ++p) {
+    t.before[p] = ts::host_tensor<T, 1>({n_before}, std::vector<T>(all_before.data() + p * n_before,
+                                                                    all_before.data() + (p + 1) * n_before));
+    t.after[p] = ts::host_tensor<T, 1>({n_after}, std::vector<T>(all_after.data() + p * n_after,
+                                                                  all_after.data() + (p + 1) * n_after));
+  }
+  return ts::to_host(y);
 }
 
 template <class T>
@@ -152,7 +163,7 @@ int main(int argc, char** argv) {
   section("1.1", "Creating a device mesh");
   // doc-snippet: mesh
   using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
-  const ts::device_mesh<mesh_2x2> mesh_2d{devices};  // jax.make_mesh((2, 2), ('x', 'y'))
+  const ts::device_mesh<mesh_2x2> mesh_2d{devices, {0, 1, 2, 3}};  // jax.make_mesh((2, 2), ('x', 'y')): the first 4
   std::cout << "2D Mesh: " << mesh_2x2::to_string() << "\n";
   std::cout << id_list(mesh_2d.devices()) << "\n";
   // doc-snippet-end
@@ -176,9 +187,11 @@ int main(int argc, char** argv) {
   // doc-snippet: shards
   std::cout << "Global matrix shape " << ts::to_string(sharded_matrix.extents()) << "\n";
   std::cout << "Shapes of Matrix Shards:\n";
-  for (const auto& shard : sharded_matrix.addressable_shards())
-    std::cout << shard.device.to_string() << " " << ts::to_string(shard.index) << " "
-              << ts::to_string(shard.shape) << "\n";
+  // Every shard, this process's or not (under MPI, addressable_shards() holds one rank's).
+  for (std::size_t p = 0; p < mesh_2x2::size; ++p)
+    std::cout << devices.describe(mesh_2d.device_at(p)).to_string() << " "
+              << ts::to_string(sharded_matrix.index(p)) << " "
+              << ts::to_string(sharded_matrix.local_shape(p)) << "\n";
   // doc-snippet-end
   for (const auto& shard : sharded_matrix.addressable_shards())
     check(shard.shape == ts::shape<2>{matrix_size / 2, matrix_size / 2},
@@ -319,11 +332,12 @@ int main(int argc, char** argv) {
     std::cout << "Matrix B (replicated on all devices):\n";
     ts::visualize(B_replicated, {.use_color = false});
     std::cout << "What each device sees locally:\n";
-    for (const auto& shard : A_sharded.addressable_shards()) {
-      if (shard.device.id != 0 && shard.device.id != 2) continue;  // one device per x
-      std::cout << "Device " << shard.device.id << " has A columns " << shard.index[1].to_string()
-                << ":\n"
-                << numpy_str(shard.to_host()) << "\n";
+    const auto A_blocks = examples::every_block(A_sharded);  // each device's, on every process
+    for (std::size_t p = 0; p < A_blocks.size(); ++p) {
+      if (p != 0 && p != 2) continue;  // one device per x
+      std::cout << "Device " << mesh_2d.device_at(p) << " has A columns "
+                << A_sharded.index(p)[1].to_string() << ":\n"
+                << numpy_str(A_blocks[p]) << "\n";
     }
     // doc-snippet-end
     for (const auto& shard : A_sharded.addressable_shards()) {
@@ -414,13 +428,14 @@ int main(int argc, char** argv) {
     std::cout << "ts::matmul(A, B) without an output spec: plan "
               << ts::matmul_plan_for<decltype(A_sharded), decltype(B_sharded)>::describe()
               << ", result unreduced " << decltype(C_partial)::unreduced_type::to_string() << "\n";
-    for (const auto& shard : C_partial.addressable_shards()) {
-      const std::size_t x = mesh_2x2::coordinates(shard.mesh_position)[0];
-      if (mesh_2x2::coordinates(shard.mesh_position)[1] != 0) continue;  // one device per x
+    const auto C_blocks = examples::every_block(C_partial);  // the partial sums
+    for (std::size_t p = 0; p < C_blocks.size(); ++p) {
+      const std::size_t x = mesh_2x2::coordinates(p)[0];
+      if (mesh_2x2::coordinates(p)[1] != 0) continue;  // one device per x
       const std::string j = std::to_string(2 * x) + ":" + std::to_string(2 * x + 2);
-      std::cout << "Device " << shard.device.id << ": A[:, " << j << "] @ B[" << j
+      std::cout << "Device " << mesh_2d.device_at(p) << ": A[:, " << j << "] @ B[" << j
                 << ", :] = partial result\n"
-                << numpy_str(shard.to_host()) << "\n";
+                << numpy_str(C_blocks[p]) << "\n";
     }
     // ts::to_host(C_partial) or ts::sin(C_partial) does not compile (rule 3): a partial sum
     // must be reduced first.

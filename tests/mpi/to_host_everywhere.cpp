@@ -2,10 +2,12 @@
 // devices: those receive the array by a broadcast from the mesh's first device (so the
 // examples run unchanged under mpiexec, each rank printing what the thread backend prints).
 // Checked against the host data, for meshes on a subset of the ranks, even and uneven
-// extents, sharded and replicated specs.
+// extents, sharded and replicated specs; and a shard_map's results, whose extents the ranks
+// outside its mesh learn from the mesh's first device.
 #include "support.hpp"
 
 #include <cstddef>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -64,4 +66,27 @@ TEST_CASE("device_put moves an array to another set of ranks", "[mpi][api]") {
     const auto back = ts::to_host(moved);
     for (std::size_t i = 0; i < host.size(); ++i) REQUIRE(back.values()[i] == host.values()[i]);
   }
+}
+
+TEST_CASE("a shard_map result has its extents on every rank, also outside its mesh", "[mpi][api]") {
+  const std::size_t n = mpi_test::devices().process_count();
+  using mesh_2 = ts::mesh<ts::axis("x", 2)>;
+  // The mesh's ranks in reverse order (the extents come from position 0, rank 1); with 2
+  // ranks nobody is outside, with 4 ranks 2 and 3 are.
+  const ts::device_mesh<mesh_2> m{mpi_test::devices(), {1, 0}};
+  const auto host = numbered<float>(ts::shape<2>{6, 3});
+  const auto a = ts::device_put<ts::spec<"x", ts::none>>(m, host);
+  // Two outputs: the gathered rows (replicated) and each block doubled (sharded).
+  const auto f = ts::shard_map<mesh_2, ts::spec<"x", ts::none>,
+                               ts::specs<ts::spec<ts::none, ts::none>, ts::spec<"x", ts::none>>>(
+      [](const auto& b) { return std::tuple{ts::all_gather<"x">(b, 0), b * 2.0f}; });
+  const auto [gathered, doubled] = f(a);
+  REQUIRE(gathered.extents() == host.extents());
+  REQUIRE(doubled.extents() == host.extents());
+  const auto g = ts::to_host(gathered), d = ts::to_host(doubled);  // every rank calls them
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    REQUIRE(g.values()[i] == host.values()[i]);
+    REQUIRE(d.values()[i] == 2 * host.values()[i]);
+  }
+  REQUIRE(n >= 2);
 }

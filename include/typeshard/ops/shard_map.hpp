@@ -28,7 +28,9 @@
 // blocks: a static extent that does not divide by its dimension's shards is a compile
 // error (rule 6), a dynamic one a shape_error naming the dimension, extent and axis sizes.
 // Outputs: the blocks become the result's shards without a copy (unless f returns an
-// input block unchanged); all devices must return blocks of equal shape.
+// input block unchanged); all devices must return blocks of equal shape. Under MPI every
+// process calls the shard_mapped function; one holding none of the mesh's devices learns the
+// result's extents from the mesh's first device.
 #pragma once
 
 #include <array>
@@ -250,6 +252,16 @@ auto assemble_output(const device_mesh<Mesh>& m, output_parts<B>& parts, std::si
   shape<R> global{};
   if (first < Mesh::size)
     for (std::size_t d = 0; d < R; ++d) global[d] = parts.shapes[first][d] * L::shards_along(d);
+  // With several processes (MPI) and a mesh that leaves some out, those ran no block and
+  // cannot size the result: the mesh's first device sends them its extents, decided alike on
+  // every process as to_host's broadcast is (so their to_host of it matches the others').
+  const backend& b = m.get_backend();
+  if (b.process_count() > 1 && Mesh::size < b.device_count()) {
+    host_tensor<std::uint64_t, 1> extents(shape<1>{R});
+    for (std::size_t d = 0; d < R; ++d) extents.data()[d] = global[d];
+    broadcast_to_host(m, extents);
+    for (std::size_t d = 0; d < R; ++d) global[d] = static_cast<std::size_t>(extents.data()[d]);
+  }
   return sharded_array<typename B::value_type, Mesh, Spec, dextents<R>>(
       adopt_shards, m, global, std::move(parts.buffers));
 }
