@@ -149,6 +149,28 @@ struct step {
 
 namespace detail {
 
+// The elements one device receives in a step of `kind` over a group of `group` devices, its
+// block holding `block` elements before the step: the cost model every plan's bytes count
+// (bandwidth-optimal ring collectives). all_gather brings the n - 1 other blocks; psum_scatter
+// and all_to_all (n - 1) / n of the block; psum, pmax and pmin, a reduce-scatter then an
+// all-gather, twice that; a local step nothing.
+constexpr double elements_received(step_kind kind, double group, double block) {
+  const double n = group;
+  switch (kind) {
+    case step_kind::all_gather: return (n - 1) * block;
+    case step_kind::all_to_all:
+    case step_kind::psum_scatter: return (n - 1) / n * block;
+    case step_kind::psum:
+    case step_kind::pmax:
+    case step_kind::pmin: return 2 * (n - 1) / n * block;
+    case step_kind::slice:
+    case step_kind::local_gemm:
+    case step_kind::local_reduce:
+    case step_kind::local_elementwise: break;
+  }
+  return 0;
+}
+
 // A plan's steps while it is computed: a fixed-capacity list (constexpr-friendly).
 template <std::size_t Rank, std::size_t Capacity>
 struct step_array {

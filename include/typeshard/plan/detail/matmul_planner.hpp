@@ -61,6 +61,7 @@
 #include "../../core/layout.hpp"
 #include "../../core/mesh.hpp"
 #include "../reshard_plan.hpp"
+#include "../step.hpp"
 #include "../../core/spec.hpp"
 #include "../../core/detail/spec_layout.hpp"
 
@@ -216,19 +217,7 @@ constexpr void add_reshard_cost(matmul_cost& cost, const spec_array<Rank>& from,
     const step<Rank>& s = steps.steps[i];
     const double before = block_elements<Mesh>(cur, global);
     const double n = static_cast<double>(group_size<Mesh>(s.axes));
-    double moved = 0;
-    switch (s.kind) {
-      case step_kind::all_gather: moved = (n - 1) * before; break;
-      case step_kind::all_to_all:
-      case step_kind::psum_scatter: moved = (n - 1) / n * before; break;
-      case step_kind::psum:
-      case step_kind::pmax:
-      case step_kind::pmin: moved = 2 * (n - 1) / n * before; break;
-      case step_kind::slice:
-      case step_kind::local_gemm:
-      case step_kind::local_reduce:
-      case step_kind::local_elementwise: break;
-    }
+    const double moved = elements_received(s.kind, n, before);
     cost.bytes += moved * static_cast<double>(element_size);
     cost.collectives += s.communicates() ? 1 : 0;
     cur = s.spec_after;
