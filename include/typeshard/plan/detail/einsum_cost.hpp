@@ -73,15 +73,16 @@ constexpr matmul_cost einsum_cost_of(const einsum_equation& eq, const einsum_cho
 }
 
 // The shapes a compile-time plan is costed for: the static extents when all are static,
-// else every extent 4096 (matmul's documented rule for dynamic extents).
+// else every extent nominal_dynamic_extent (matmul_planner.hpp says why; padded dimensions
+// stay 1).
 template <class LE, class RE, std::size_t R>
 constexpr einsum_shapes<R> nominal_einsum_shapes(std::size_t element_size) {
   einsum_shapes<R> sh;
   sh.element_size = element_size;
   constexpr bool all_static = LE::all_static && RE::all_static;
   for (std::size_t d = 0; d < R; ++d) {
-    sh.lhs[d] = d < LE::rank ? (all_static ? LE::static_extents[d] : 4096) : 1;
-    sh.rhs[d] = d < RE::rank ? (all_static ? RE::static_extents[d] : 4096) : 1;
+    sh.lhs[d] = d < LE::rank ? (all_static ? LE::static_extents[d] : nominal_dynamic_extent) : 1;
+    sh.rhs[d] = d < RE::rank ? (all_static ? RE::static_extents[d] : nominal_dynamic_extent) : 1;
   }
   return sh;
 }

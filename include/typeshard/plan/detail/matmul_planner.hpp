@@ -284,16 +284,27 @@ constexpr axis_name unreduced_clash(const dim_spec& u, const spec_array<Rank>& s
   return {};
 }
 
+// The extent a compile-time plan assumes for every dimension of both operands as soon as one
+// extent is dynamic (the type then says nothing about their sizes). All extents equal makes
+// the choice the one for a square problem: no dimension is favoured. The value still counts
+// where blocks of different ranks are compared (an einsum's operands, the product), and for
+// rounding (uneven blocks): 4096 is a large, typical extent (the benchmarks' N), a power of
+// two, so it divides evenly over any power-of-two mesh axis and no block rounds to 1 or 0.
+// A program with very unequal dynamic extents gets the square problem's plan, perhaps not
+// the cheapest for its real extents (plan::bytes_moved gives those; name an output spec, or
+// use static extents, to decide).
+inline constexpr std::size_t nominal_dynamic_extent = 4096;
+
 // The shapes a compile-time plan is costed for: the static extents when every extent of
-// both operands is static, else every extent taken equal (the rule for dynamic extents).
+// both operands is static, else every extent nominal_dynamic_extent.
 template <class LhsExtents, class RhsExtents, std::size_t Rank>
 constexpr matmul_shapes<Rank> nominal_shapes(std::size_t element_size) {
   matmul_shapes<Rank> sh;
   sh.element_size = element_size;
   constexpr bool all_static = LhsExtents::all_static && RhsExtents::all_static;
   for (std::size_t d = 0; d < Rank; ++d) {
-    sh.lhs[d] = all_static ? LhsExtents::static_extents[d] : 4096;
-    sh.rhs[d] = all_static ? RhsExtents::static_extents[d] : 4096;
+    sh.lhs[d] = all_static ? LhsExtents::static_extents[d] : nominal_dynamic_extent;
+    sh.rhs[d] = all_static ? RhsExtents::static_extents[d] : nominal_dynamic_extent;
   }
   return sh;
 }
