@@ -3,7 +3,7 @@
 // dimensions.
 //
 // Checked in: plan/matmul_plan.hpp (detail::check_matmul_inputs, check_matmul_choice),
-// ops/matmul.hpp (check_matmul_arrays), array/block_matmul.hpp, array/block.hpp (transpose).
+// ops/matmul.hpp (check_operand_types), array/block_matmul.hpp, array/block.hpp (transpose).
 // Compile-fail tests: tests/compile_fail/rule2_*.cpp. Table: docs/rules.md.
 // Each message is a class template in ts::diagnostic whose fire() holds the static_assert;
 // a check instantiates it through detail::require (core/detail/diagnose.hpp).
