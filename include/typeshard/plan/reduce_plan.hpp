@@ -272,13 +272,6 @@ constexpr std::array<step<Rank>, N + M> concat_steps(const std::array<step<Rank>
   return out;
 }
 
-template <std::size_t Rank, std::size_t N>
-constexpr std::size_t count_collectives(const std::array<step<Rank>, N>& steps) {
-  std::size_t n = 0;
-  for (const step<Rank>& s : steps) n += s.communicates() ? 1 : 0;
-  return n;
-}
-
 // The spec types of a plan, entry by entry from fresh values: spec<entry(I)...> rather than
 // spec<Array[I]...> of a constexpr member, which g++ 12 fails to substitute for some values
 // (multi-axis entries copied out of a constexpr object, as detail/matmul_planner.hpp notes).
@@ -446,9 +439,7 @@ struct reduce_plan {
 
   // "local reduce(array); pmax(array, over y)".
   static std::string describe() {
-    std::string out;
-    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].call_string();
-    return out;
+    return detail::describe_calls(steps);
   }
 };
 

@@ -179,6 +179,23 @@ struct step_array {
   constexpr void push(const step<Rank>& s) { steps[count++] = s; }
 };
 
+// How many of a plan's steps are collectives (a plan's `collectives` member).
+template <std::size_t Rank, std::size_t N>
+constexpr std::size_t count_collectives(const std::array<step<Rank>, N>& steps) {
+  std::size_t n = 0;
+  for (const step<Rank>& s : steps) n += s.communicates() ? 1 : 0;
+  return n;
+}
+
+// A plan's steps as calls, "; "-separated: what the describe() of an einsum, matmul,
+// reduction or softmax plan returns ("all_gather(lhs, dim 1, over x); local gemm").
+template <std::size_t Rank, std::size_t N>
+std::string describe_calls(const std::array<step<Rank>, N>& steps) {
+  std::string out;
+  for (std::size_t i = 0; i < N; ++i) out += (i ? "; " : "") + steps[i].call_string();
+  return out;
+}
+
 // The first N steps of a list, as the std::array a plan exposes.
 template <std::size_t N, std::size_t Rank, std::size_t Capacity>
 constexpr std::array<step<Rank>, N> take_steps(const step_array<Rank, Capacity>& list) {
