@@ -195,9 +195,7 @@ struct einsum_form {
   }
   static constexpr einsum_choice<rank> make() {
     if constexpr (!inputs_valid) {
-      einsum_choice<rank> c;
-      clear_specs(c);
-      return c;
+      return cleared_choice<rank>();
     } else {
       return einsum_choice_for<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
                                RhsExtents, T, LhsUnreduced, RhsUnreduced, rank>();

@@ -227,9 +227,7 @@ struct matmul_form {
   // The einsum choice (what plan_matmul restates as a matmul_choice).
   static constexpr einsum_choice<rank> make() {
     if constexpr (!inputs_valid) {
-      einsum_choice<rank> c;
-      clear_specs(c);
-      return c;
+      return cleared_choice<rank>();
     } else {
       using padded_out = std::conditional_t<out_named, OutSpec, spec<>>;
       return plan_einsum<Mesh, rank>(matmul_equation<rank>(), spec_array_of<LhsSpec, rank>(),

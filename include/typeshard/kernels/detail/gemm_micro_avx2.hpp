@@ -24,16 +24,6 @@ namespace typeshard::kernels::detail {
 namespace avx2 {
 using simd::f32x8;
 using simd::f64x4;
-template <class T>
-struct vec;  // (a trait, not std::conditional_t: that drops the vector types' attributes)
-template <>
-struct vec<float> {
-  using type = f32x8;
-};
-template <>
-struct vec<double> {
-  using type = f64x4;
-};
 TYPESHARD_GEMM_AVX2_TARGET inline f32x8 load(const float* p) {
   return *reinterpret_cast<const simd::f32x8_a*>(p);
 }
@@ -81,7 +71,7 @@ inline void prefetch_tile(const T* tile, std::size_t ldt, std::size_t cols) {
 template <class T>
 TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const T* a, const T* b,
                                                          T* tile, std::size_t ldt, bool load) {
-  using V = typename avx2::vec<T>::type;
+  using V = typename simd::vec<T, 32>::type;
   constexpr std::size_t lanes = 32 / sizeof(T);
   // The 12 accumulators written out (not an array, as in the AVX-512 kernel): 12 of the 16
   // registers, so nothing may spill.

@@ -38,29 +38,16 @@ constexpr shape<R> einsum_out_shape(const einsum_equation& eq, const einsum_shap
   return out;
 }
 
-template <class Mesh, std::size_t R>
-constexpr step_list<R> einsum_lhs_steps(const einsum_choice<R>& c, const shape<R>& g) {
-  return reshard_steps<Mesh>(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, g);
-}
-template <class Mesh, std::size_t R>
-constexpr step_list<R> einsum_rhs_steps(const einsum_choice<R>& c, const shape<R>& g) {
-  return reshard_steps<Mesh>(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, g);
-}
-template <class Mesh, std::size_t R>
-constexpr step_list<R> einsum_out_steps(const einsum_choice<R>& c, const shape<R>& g) {
-  return reshard_steps<Mesh>(c.local, c.partial, c.out, dim_spec{}, g);
-}
-
 // The cost of a completed candidate (bytes received per device, local flops, collectives).
 template <class Mesh, std::size_t R>
 constexpr matmul_cost einsum_cost_of(const einsum_equation& eq, const einsum_choice<R>& c,
                                      const einsum_shapes<R>& sh) {
   matmul_cost cost;
-  add_reshard_cost<Mesh>(cost, c.lhs, einsum_lhs_steps<Mesh>(c, sh.lhs), sh.lhs, sh.element_size);
-  add_reshard_cost<Mesh>(cost, c.rhs, einsum_rhs_steps<Mesh>(c, sh.rhs), sh.rhs, sh.element_size);
+  add_reshard_cost<Mesh>(cost, c.lhs, lhs_steps<Mesh>(c, sh.lhs), sh.lhs, sh.element_size);
+  add_reshard_cost<Mesh>(cost, c.rhs, rhs_steps<Mesh>(c, sh.rhs), sh.rhs, sh.element_size);
   const shape<R> out = einsum_out_shape(eq, sh);
   if (c.out_named)
-    add_reshard_cost<Mesh>(cost, c.local, einsum_out_steps<Mesh>(c, out), out, sh.element_size);
+    add_reshard_cost<Mesh>(cost, c.local, out_steps<Mesh>(c, out), out, sh.element_size);
   double contracted = 1;
   for (std::size_t l = 0; l < eq.lhs_rank; ++l)
     if (!eq.in_out(eq.lhs[l]))

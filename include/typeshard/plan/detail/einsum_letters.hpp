@@ -66,6 +66,14 @@ constexpr void clear_specs(einsum_choice<R>& c) {
         c.local[d] = c.out[d] = dim_spec{};
 }
 
+// A choice with every spec none: what a plan holds while a diagnostic fires.
+template <std::size_t R>
+constexpr einsum_choice<R> cleared_choice() {
+  einsum_choice<R> c;
+  clear_specs(c);
+  return c;
+}
+
 constexpr bool append_axes(dim_spec& to, const dim_spec& from) {
   for (std::size_t a = 0; a < from.count; ++a) {
     if (to.count == dim_spec::max_axes) return false;

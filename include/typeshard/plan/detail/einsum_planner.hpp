@@ -266,8 +266,8 @@ template <class Mesh, std::size_t R>
 constexpr einsum_step_list<R> einsum_steps_of(const einsum_equation& eq, const einsum_choice<R>& c,
                                               const einsum_shapes<R>& sh) {
   einsum_step_list<R> out;
-  append_reshard(out, step_operand::lhs, c.lhs, einsum_lhs_steps<Mesh>(c, sh.lhs));
-  append_reshard(out, step_operand::rhs, c.rhs, einsum_rhs_steps<Mesh>(c, sh.rhs));
+  append_reshard(out, step_operand::lhs, c.lhs, lhs_steps<Mesh>(c, sh.lhs));
+  append_reshard(out, step_operand::rhs, c.rhs, rhs_steps<Mesh>(c, sh.rhs));
   spec_array<R> cur = c.lhs_gemm;
   for (std::size_t d = 0; d < R; ++d)
     if (!(c.lhs_read[d] == cur[d])) {
@@ -285,7 +285,7 @@ constexpr einsum_step_list<R> einsum_steps_of(const einsum_equation& eq, const e
   out.push(step<R>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local, c.partial});
   if (c.out_named)
     append_reshard(out, step_operand::out, c.local,
-                   einsum_out_steps<Mesh>(c, einsum_out_shape(eq, sh)));
+                   out_steps<Mesh>(c, einsum_out_shape(eq, sh)));
   return out;
 }
 

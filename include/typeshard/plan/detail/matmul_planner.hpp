@@ -194,16 +194,17 @@ constexpr step_list<Rank> reshard_steps(const spec_array<Rank>& from, const dim_
 
 // The three reshards of a plan: each operand to what the GEMM reads (a partial-sum operand
 // stays partial: gathering partial sums is linear), and the product to the output, reduced.
-template <class Mesh, std::size_t Rank>
-constexpr step_list<Rank> lhs_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+// Choice: a matmul_choice or an einsum_choice (einsum_letters.hpp), which name these alike.
+template <class Mesh, class Choice, std::size_t Rank>
+constexpr step_list<Rank> lhs_steps(const Choice& c, const shape<Rank>& global) {
   return reshard_steps<Mesh>(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, global);
 }
-template <class Mesh, std::size_t Rank>
-constexpr step_list<Rank> rhs_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+template <class Mesh, class Choice, std::size_t Rank>
+constexpr step_list<Rank> rhs_steps(const Choice& c, const shape<Rank>& global) {
   return reshard_steps<Mesh>(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, global);
 }
-template <class Mesh, std::size_t Rank>
-constexpr step_list<Rank> out_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+template <class Mesh, class Choice, std::size_t Rank>
+constexpr step_list<Rank> out_steps(const Choice& c, const shape<Rank>& global) {
   return reshard_steps<Mesh>(c.local, c.partial, c.out, dim_spec{}, global);
 }
 
