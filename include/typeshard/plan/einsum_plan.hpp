@@ -250,7 +250,6 @@ struct einsum_plan
  private:
   using form = detail::einsum_form<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
                                    RhsExtents, T, LhsUnreduced, RhsUnreduced>;
-  using members = detail::contraction_members<form>;
 
  public:
   static constexpr detail::einsum_equation equation = detail::equation_of<Subscripts>;
@@ -270,31 +269,31 @@ struct einsum_plan
   static constexpr std::size_t R = rank;
 
  public:
-  // `choice`, the chosen plan as a value (what ts::einsum executes), is
-  // detail::contraction_members'.
+  // The chosen plan as a value (what ts::einsum executes).
+  static constexpr detail::einsum_choice<R> choice = form::make();
 
   // Whether a plan exists: the inputs are valid and the rules allow the product.
   static constexpr bool valid =
       inputs_valid &&
-      detail::check_einsum_choice<members::choice.problem, members::choice.problem_letter,
-                                  members::choice.problem_axis>();
+      detail::check_einsum_choice<choice.problem, choice.problem_letter,
+                                  choice.problem_axis>();
 
   using lhs_spec =
-      decltype(detail::spec_from<members::choice.lhs>(std::make_index_sequence<lhs_rank>{}));
+      decltype(detail::spec_from<choice.lhs>(std::make_index_sequence<lhs_rank>{}));
   using rhs_spec =
-      decltype(detail::spec_from<members::choice.rhs>(std::make_index_sequence<rhs_rank>{}));
+      decltype(detail::spec_from<choice.rhs>(std::make_index_sequence<rhs_rank>{}));
   using lhs_gemm_spec =
-      decltype(detail::spec_from<members::choice.lhs_gemm>(std::make_index_sequence<lhs_rank>{}));
+      decltype(detail::spec_from<choice.lhs_gemm>(std::make_index_sequence<lhs_rank>{}));
   using rhs_gemm_spec =
-      decltype(detail::spec_from<members::choice.rhs_gemm>(std::make_index_sequence<rhs_rank>{}));
+      decltype(detail::spec_from<choice.rhs_gemm>(std::make_index_sequence<rhs_rank>{}));
   using local_spec =
-      decltype(detail::spec_from<members::choice.local>(std::make_index_sequence<result_rank>{}));
-  using local_unreduced = decltype(detail::unreduced_from<members::choice.partial>(
-      std::make_index_sequence<members::choice.partial.count>{}));
+      decltype(detail::spec_from<choice.local>(std::make_index_sequence<result_rank>{}));
+  using local_unreduced = decltype(detail::unreduced_from<choice.partial>(
+      std::make_index_sequence<choice.partial.count>{}));
   using out_spec =
-      decltype(detail::spec_from<members::choice.out>(std::make_index_sequence<result_rank>{}));
-  using out_unreduced = decltype(detail::unreduced_from<members::choice.out_unreduced>(
-      std::make_index_sequence<members::choice.out_unreduced.count>{}));
+      decltype(detail::spec_from<choice.out>(std::make_index_sequence<result_rank>{}));
+  using out_unreduced = decltype(detail::unreduced_from<choice.out_unreduced>(
+      std::make_index_sequence<choice.out_unreduced.count>{}));
 
   // steps, collectives, communicates, bytes_moved, flops, extents_static, bytes_per_device,
   // flops_per_device and describe() ("all_gather(rhs, dim 0, over y); local gemm"): from

@@ -25,6 +25,14 @@
 
 namespace typeshard::detail {
 
+// A plan's einsum choice for bytes_moved and flops: a class of its own, so the planner runs
+// for it only in a program that calls them (a static member of contraction_members would be
+// evaluated with every plan, costing compile time).
+template <class Form>
+struct costed_choice {
+  static constexpr einsum_choice<Form::rank> value = Form::make();
+};
+
 template <class Form>
 struct contraction_members {
  private:
@@ -41,11 +49,6 @@ struct contraction_members {
   }();
 
  public:
-  // The chosen plan as an einsum choice: einsum_plan's `choice`, what ts::einsum executes,
-  // and what bytes_moved and flops cost (matmul_plan's own `choice`, the same plan as a
-  // matmul_choice, hides this one).
-  static constexpr einsum_choice<R> choice = Form::make();
-
   // The steps, in order: the operands' collectives and slices, the local product ("local
   // gemm"), then the output's reduction and resharding.
   static constexpr std::array<step<R>, list_.count> steps = take_steps<list_.count>(list_);
@@ -56,12 +59,12 @@ struct contraction_members {
 
   // Bytes received and local flops per device for given extents (padded to `rank` with 1s).
   static constexpr double bytes_moved(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
-    return einsum_cost_of<Mesh>(Form::equation(), choice,
+    return einsum_cost_of<Mesh>(Form::equation(), costed_choice<Form>::value,
                                 einsum_shapes<R>{lhs_shape, rhs_shape, element_size})
         .bytes;
   }
   static constexpr double flops(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
-    return einsum_cost_of<Mesh>(Form::equation(), choice,
+    return einsum_cost_of<Mesh>(Form::equation(), costed_choice<Form>::value,
                                 einsum_shapes<R>{lhs_shape, rhs_shape, element_size})
         .flops;
   }
