@@ -8,6 +8,8 @@
 #include "backend/backend.hpp"
 #include "backend/threads.hpp"
 #include "array/block.hpp"
+#include "array/block_elementwise.hpp"
+#include "array/block_matmul.hpp"
 #include "ops/collectives.hpp"
 #include "ops/dims.hpp"
 #include "array/device_mesh.hpp"

@@ -46,6 +46,7 @@
 #include "../plan/einsum_plan.hpp"
 #include "detail/einsum_kernel.hpp"
 #include "detail/executor.hpp"
+#include "detail/operand_types.hpp"
 
 namespace typeshard {
 
@@ -140,23 +141,6 @@ struct einsum_out_extents<S, LE, RE, std::index_sequence<D...>> {
   using type = extents<pick(D)...>;
 };
 
-template <class A, class B>
-constexpr bool check_einsum_arrays() {
-  using a_t = std::remove_cvref_t<A>;
-  using b_t = std::remove_cvref_t<B>;
-  if constexpr (!std::is_same_v<typename a_t::mesh_type, typename b_t::mesh_type>) {
-    return require<false, diagnostic::einsum_meshes_differ<typename a_t::mesh_type,
-                                                           typename b_t::mesh_type>>::value &&
-           false;
-  } else if constexpr (!std::is_same_v<typename a_t::value_type, typename b_t::value_type>) {
-    return require<false, diagnostic::einsum_element_types_differ<typename a_t::value_type,
-                                                                  typename b_t::value_type>>::value &&
-           false;
-  } else {
-    return true;
-  }
-}
-
 // An array's extents padded to R with 1s.
 template <std::size_t R, std::size_t N>
 shape<R> padded_shape(const shape<N>& s) {
@@ -173,7 +157,8 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
           sharded_array_type B>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 auto einsum(const A& a, const B& b) {
-  if constexpr (!detail::check_einsum_arrays<A, B>()) {
+  if constexpr (!detail::check_operand_types<A, B, diagnostic::einsum_meshes_differ,
+                                              diagnostic::einsum_element_types_differ>()) {
     return a;  // the diagnostic fired; stop here so nothing cascades
   } else {
     using plan = einsum_plan_for<Subscripts, A, B, OutSpec>;

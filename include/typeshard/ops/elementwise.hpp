@@ -29,6 +29,7 @@
 #include "../core/detail/diagnose.hpp"
 #include "../core/errors.hpp"
 #include "../array/block.hpp"
+#include "../array/block_elementwise.hpp"
 #include "../array/sharded_array.hpp"
 #include "../kernels/functors.hpp"
 #include "../core/rules/rule3_unreduced.hpp"

@@ -44,6 +44,7 @@
 #include "../kernels/gemm.hpp"
 #include "../plan/matmul_plan.hpp"
 #include "detail/executor.hpp"
+#include "detail/operand_types.hpp"
 #include "../array/sharded_array.hpp"
 #include "../core/rules/rule2_matmul.hpp"
 
@@ -174,23 +175,6 @@ struct matmul_out_extents<LE, RE, std::index_sequence<D...>> {
   using type = extents<pick(D)...>;
 };
 
-template <class A, class B>
-constexpr bool check_matmul_arrays() {
-  using a_t = std::remove_cvref_t<A>;
-  using b_t = std::remove_cvref_t<B>;
-  if constexpr (!std::is_same_v<typename a_t::mesh_type, typename b_t::mesh_type>) {
-    return require<false, diagnostic::matmul_meshes_differ<typename a_t::mesh_type,
-                                                           typename b_t::mesh_type>>::value &&
-           false;
-  } else if constexpr (!std::is_same_v<typename a_t::value_type, typename b_t::value_type>) {
-    return require<false, diagnostic::matmul_element_types_differ<typename a_t::value_type,
-                                                                  typename b_t::value_type>>::value &&
-           false;
-  } else {
-    return true;
-  }
-}
-
 }  // namespace detail
 
 // matmul<OutSpec>(a, b): a . b over the last two dimensions, sharded by OutSpec; without
@@ -198,7 +182,8 @@ constexpr bool check_matmul_arrays() {
 template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 auto matmul(const A& a, const B& b) {
-  if constexpr (!detail::check_matmul_arrays<A, B>()) {
+  if constexpr (!detail::check_operand_types<A, B, diagnostic::matmul_meshes_differ,
+                                              diagnostic::matmul_element_types_differ>()) {
     return a;  // the diagnostic fired; stop here so nothing cascades
   } else {
     using plan = matmul_plan_for<A, B, OutSpec>;

@@ -43,6 +43,8 @@
 #include <vector>
 
 #include "../array/block.hpp"
+#include "../array/block_elementwise.hpp"
+#include "../array/block_matmul.hpp"
 #include "collectives.hpp"
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"

@@ -48,6 +48,7 @@
 #include "../core/rules/rule3_unreduced.hpp"
 #include "../core/spec.hpp"
 #include "../core/unreduced.hpp"
+#include "detail/contraction_members.hpp"
 #include "detail/einsum_planner.hpp"
 #include "detail/einsum_subscripts.hpp"
 #include "matmul_plan.hpp"
@@ -167,6 +168,44 @@ constexpr einsum_choice<R> einsum_choice_for() {
                               unreduced_list<RU>());
 }
 
+// The einsum form of einsum_plan<...> (detail/contraction_members.hpp: what the plan's shared
+// members are derived from): its rules-1-and-2 check, its choice, shapes and steps.
+template <einsum_subscripts Subscripts, class Mesh, class LhsSpec, class RhsSpec, class OutSpec,
+          class LhsExtents, class RhsExtents, class T, class LhsUnreduced, class RhsUnreduced>
+struct einsum_form {
+  // The plan rank (the operands' ranks too while a diagnostic fires for a wrong rank, so
+  // the members stay well-formed).
+  static constexpr std::size_t rank =
+      max_of<einsum_rank_of<Subscripts>, max_of<LhsExtents::rank, RhsExtents::rank>>;
+  using mesh_type = Mesh;
+  using value_type = T;
+  static constexpr bool extents_static = LhsExtents::all_static && RhsExtents::all_static;
+
+  // Whether the inputs satisfy rules 1 and 2 (else exactly one diagnostic fired).
+  static constexpr bool inputs_valid =
+      check_einsum_inputs<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents, RhsExtents,
+                          T>();
+
+  static constexpr einsum_equation equation() { return equation_of<Subscripts>; }
+  static constexpr einsum_shapes<rank> shapes() {
+    if constexpr (inputs_valid)
+      return nominal_einsum_shapes<LhsExtents, RhsExtents, rank>(sizeof(T));
+    else
+      return {};
+  }
+  static constexpr einsum_choice<rank> make() {
+    if constexpr (!inputs_valid) {
+      return cleared_choice<rank>();
+    } else {
+      return einsum_choice_for<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
+                               RhsExtents, T, LhsUnreduced, RhsUnreduced, rank>();
+    }
+  }
+  static constexpr einsum_step_list<rank> step_list() {
+    return einsum_steps_of<Mesh>(equation(), make(), shapes());
+  }
+};
+
 // What einsum_valid answers: every check above, without diagnosing.
 template <einsum_subscripts S, class A, class B, class Out>
 constexpr bool einsum_valid_check() {
@@ -204,13 +243,18 @@ template <einsum_subscripts Subscripts, mesh_type Mesh, spec_type LhsSpec, spec_
           extents_type RhsExtents = dextents<detail::equation_of<Subscripts>.rhs_rank>,
           class T = float, unreduced_type LhsUnreduced = unreduced<>,
           unreduced_type RhsUnreduced = unreduced<>>
-struct einsum_plan {
+struct einsum_plan
+    : detail::contraction_members<detail::einsum_form<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec,
+                                                      LhsExtents, RhsExtents, T, LhsUnreduced,
+                                                      RhsUnreduced>> {
+ private:
+  using form = detail::einsum_form<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
+                                   RhsExtents, T, LhsUnreduced, RhsUnreduced>;
+
+ public:
   static constexpr detail::einsum_equation equation = detail::equation_of<Subscripts>;
-  // The plan rank (the operands' ranks too while a diagnostic fires for a wrong rank, so
-  // the members stay well-formed).
-  static constexpr std::size_t rank =
-      detail::max_of<detail::einsum_rank_of<Subscripts>,
-                     detail::max_of<LhsExtents::rank, RhsExtents::rank>>;
+  // The plan rank (see einsum_form).
+  static constexpr std::size_t rank = form::rank;
   static constexpr std::size_t lhs_rank = LhsExtents::rank;
   static constexpr std::size_t rhs_rank = RhsExtents::rank;
   static constexpr std::size_t result_rank = equation.ok() ? equation.result_rank() : 1;
@@ -219,95 +263,41 @@ struct einsum_plan {
   static constexpr bool out_named = !std::is_same_v<OutSpec, auto_out>;
 
   // Whether the inputs satisfy rules 1 and 2 (else exactly one diagnostic fired).
-  static constexpr bool inputs_valid =
-      detail::check_einsum_inputs<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
-                                  RhsExtents, T>();
+  static constexpr bool inputs_valid = form::inputs_valid;
 
  private:
   static constexpr std::size_t R = rank;
-  static constexpr detail::einsum_shapes<R> shapes() {
-    if constexpr (inputs_valid)
-      return detail::nominal_einsum_shapes<LhsExtents, RhsExtents, R>(sizeof(T));
-    else
-      return {};
-  }
-  static constexpr detail::einsum_choice<R> make() {
-    if constexpr (!inputs_valid) {
-      detail::einsum_choice<R> c;
-      detail::clear_specs(c);
-      return c;
-    } else {
-      return detail::einsum_choice_for<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
-                                       RhsExtents, T, LhsUnreduced, RhsUnreduced, R>();
-    }
-  }
 
  public:
   // The chosen plan as a value (what ts::einsum executes).
-  static constexpr detail::einsum_choice<R> choice = make();
+  static constexpr detail::einsum_choice<R> choice = form::make();
 
   // Whether a plan exists: the inputs are valid and the rules allow the product.
   static constexpr bool valid =
-      inputs_valid && detail::check_einsum_choice<choice.problem, choice.problem_letter,
-                                                  choice.problem_axis>();
+      inputs_valid &&
+      detail::check_einsum_choice<choice.problem, choice.problem_letter,
+                                  choice.problem_axis>();
 
-  using lhs_spec = decltype(detail::spec_from<choice.lhs>(std::make_index_sequence<lhs_rank>{}));
-  using rhs_spec = decltype(detail::spec_from<choice.rhs>(std::make_index_sequence<rhs_rank>{}));
+  using lhs_spec =
+      decltype(detail::spec_from<choice.lhs>(std::make_index_sequence<lhs_rank>{}));
+  using rhs_spec =
+      decltype(detail::spec_from<choice.rhs>(std::make_index_sequence<rhs_rank>{}));
   using lhs_gemm_spec =
       decltype(detail::spec_from<choice.lhs_gemm>(std::make_index_sequence<lhs_rank>{}));
   using rhs_gemm_spec =
       decltype(detail::spec_from<choice.rhs_gemm>(std::make_index_sequence<rhs_rank>{}));
-  using local_spec = decltype(detail::spec_from<choice.local>(std::make_index_sequence<result_rank>{}));
+  using local_spec =
+      decltype(detail::spec_from<choice.local>(std::make_index_sequence<result_rank>{}));
   using local_unreduced = decltype(detail::unreduced_from<choice.partial>(
       std::make_index_sequence<choice.partial.count>{}));
-  using out_spec = decltype(detail::spec_from<choice.out>(std::make_index_sequence<result_rank>{}));
+  using out_spec =
+      decltype(detail::spec_from<choice.out>(std::make_index_sequence<result_rank>{}));
   using out_unreduced = decltype(detail::unreduced_from<choice.out_unreduced>(
       std::make_index_sequence<choice.out_unreduced.count>{}));
 
- private:
-  // From make(), not `choice` (g++ 12 mis-evaluates some copies out of a constexpr object;
-  // see matmul_plan.hpp).
-  static constexpr detail::einsum_step_list<R> list_ =
-      detail::einsum_steps_of<Mesh>(equation, make(), shapes());
-
- public:
-  // The steps, in order: the operands' collectives and slices, the local product ("local
-  // gemm"), then the output's reduction and resharding.
-  static constexpr std::array<step<R>, list_.count> steps = detail::take_steps<list_.count>(list_);
-
-  static constexpr std::size_t collectives = [] {
-    std::size_t n = 0;
-    for (const step<R>& s : steps) n += s.communicates() ? 1 : 0;
-    return n;
-  }();
-  static constexpr bool communicates = collectives != 0;
-
-  // Bytes received and local flops per device for given extents (padded to `rank` with 1s).
-  static constexpr double bytes_moved(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
-    return detail::einsum_cost_of<Mesh>(equation, choice,
-                                        detail::einsum_shapes<R>{lhs_shape, rhs_shape, sizeof(T)})
-        .bytes;
-  }
-  static constexpr double flops(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
-    return detail::einsum_cost_of<Mesh>(equation, choice,
-                                        detail::einsum_shapes<R>{lhs_shape, rhs_shape, sizeof(T)})
-        .flops;
-  }
-
-  static constexpr bool extents_static = LhsExtents::all_static && RhsExtents::all_static;
-  static constexpr std::size_t bytes_per_device =
-      extents_static
-          ? static_cast<std::size_t>(detail::einsum_cost_of<Mesh>(equation, make(), shapes()).bytes + 0.5)
-          : 0;
-  static constexpr double flops_per_device =
-      extents_static ? detail::einsum_cost_of<Mesh>(equation, make(), shapes()).flops : 0;
-
-  // "all_gather(rhs, dim 0, over y); local gemm".
-  static std::string describe() {
-    std::string out;
-    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].call_string();
-    return out;
-  }
+  // steps, collectives, communicates, bytes_moved, flops, extents_static, bytes_per_device,
+  // flops_per_device and describe() ("all_gather(rhs, dim 0, over y); local gemm"): from
+  // detail::contraction_members, shared with matmul_plan.
 };
 
 // einsum_plan_for<Subscripts, A, B[, OutSpec]>: the plan ts::einsum<Subscripts, OutSpec>(a, b)

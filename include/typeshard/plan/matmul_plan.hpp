@@ -38,6 +38,7 @@
 #include <utility>
 
 #include "../core/detail/diagnose.hpp"
+#include "detail/contraction_members.hpp"
 #include "detail/einsum_planner.hpp"
 #include "detail/matmul_planner.hpp"
 #include "../core/detail/spec_layout.hpp"
@@ -188,47 +189,99 @@ constexpr bool check_matmul_choice() {
 
 }  // namespace detail
 
-template <mesh_type Mesh, spec_type LhsSpec, spec_type RhsSpec, class OutSpec = auto_out,
-          extents_type LhsExtents = dextents<detail::default_matmul_rank<LhsSpec, RhsSpec>>,
-          extents_type RhsExtents = LhsExtents, class T = float,
-          unreduced_type LhsUnreduced = unreduced<>, unreduced_type RhsUnreduced = unreduced<>>
-struct matmul_plan {
-  static constexpr std::size_t rank = LhsExtents::rank;
+namespace detail {
+
+// The einsum form of matmul_plan<...> (detail/contraction_members.hpp: what the plan's shared
+// members are derived from): "...ij,...jk->...ik" with the batch letters fixed, its
+// rules-1-and-2 check, its choice (also as a matmul_choice), shapes and steps.
+template <class Mesh, class LhsSpec, class RhsSpec, class OutSpec, class LhsExtents,
+          class RhsExtents, class T, class LhsUnreduced, class RhsUnreduced>
+struct matmul_form {
+  static constexpr std::size_t rank = LhsExtents::rank >= 2 ? LhsExtents::rank : 2;  // well-formed
   using mesh_type = Mesh;
   using value_type = T;
+  static constexpr bool extents_static = LhsExtents::all_static && RhsExtents::all_static;
   static constexpr bool out_named = !std::is_same_v<OutSpec, auto_out>;
 
   // Whether the inputs satisfy rules 1 and 2 (else exactly one diagnostic fired).
   static constexpr bool inputs_valid =
-      detail::check_matmul_inputs<Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents, RhsExtents, T>();
+      check_matmul_inputs<Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents, RhsExtents, T>();
 
- private:
-  static constexpr std::size_t R = rank >= 2 ? rank : 2;  // keeps the members well-formed
-  using padded_out = std::conditional_t<out_named, OutSpec, spec<>>;
-  static constexpr detail::matmul_shapes<R> shapes() {
+  static constexpr matmul_shapes<rank> matmul_nominal_shapes() {
     if constexpr (inputs_valid)
-      return detail::nominal_shapes<LhsExtents, RhsExtents, R>(sizeof(T));
+      return nominal_shapes<LhsExtents, RhsExtents, rank>(sizeof(T));
     else
       return {};
   }
-
-  static constexpr detail::matmul_choice<R> make() {
+  static constexpr einsum_shapes<rank> shapes() {
+    const matmul_shapes<rank> sh = matmul_nominal_shapes();
+    return {sh.lhs, sh.rhs, sh.element_size};
+  }
+  // (No equation for invalid inputs: their rank may be one matmul_equation rejects.)
+  static constexpr einsum_equation equation() {
+    if constexpr (inputs_valid)
+      return matmul_equation<rank>();
+    else
+      return {};
+  }
+  // The einsum choice (what plan_matmul restates as a matmul_choice).
+  static constexpr einsum_choice<rank> make() {
     if constexpr (!inputs_valid) {
-      detail::matmul_choice<R> c;
-      c.lhs = c.lhs_gemm = c.local = c.out = detail::spec_array_of<LhsSpec, R>();
-      c.rhs = c.rhs_gemm = detail::spec_array_of<RhsSpec, R>();
-      return c;
+      return cleared_choice<rank>();
     } else {
-      return detail::plan_matmul<Mesh, R>(
-          detail::spec_array_of<LhsSpec, R>(), detail::spec_array_of<RhsSpec, R>(), out_named,
-          detail::spec_array_of<padded_out, R>(), shapes(),
-          detail::unreduced_list<LhsUnreduced>(), detail::unreduced_list<RhsUnreduced>());
+      using padded_out = std::conditional_t<out_named, OutSpec, spec<>>;
+      return plan_einsum<Mesh, rank>(matmul_equation<rank>(), spec_array_of<LhsSpec, rank>(),
+                                     spec_array_of<RhsSpec, rank>(), out_named,
+                                     spec_array_of<padded_out, rank>(), shapes(),
+                                     unreduced_list<LhsUnreduced>(),
+                                     unreduced_list<RhsUnreduced>(), true);
     }
   }
+  // The plan as a matmul_choice (for invalid inputs: the operands' specs as placeholders, so
+  // the plan's types stay well-formed).
+  static constexpr matmul_choice<rank> make_matmul() {
+    if constexpr (!inputs_valid) {
+      matmul_choice<rank> c;
+      c.lhs = c.lhs_gemm = c.local = c.out = spec_array_of<LhsSpec, rank>();
+      c.rhs = c.rhs_gemm = spec_array_of<RhsSpec, rank>();
+      return c;
+    } else {
+      return matmul_choice_of(make());
+    }
+  }
+  static constexpr matmul_step_list<rank> step_list() {
+    return matmul_steps_of<Mesh>(make_matmul(), matmul_nominal_shapes());
+  }
+};
+
+}  // namespace detail
+
+template <mesh_type Mesh, spec_type LhsSpec, spec_type RhsSpec, class OutSpec = auto_out,
+          extents_type LhsExtents = dextents<detail::default_matmul_rank<LhsSpec, RhsSpec>>,
+          extents_type RhsExtents = LhsExtents, class T = float,
+          unreduced_type LhsUnreduced = unreduced<>, unreduced_type RhsUnreduced = unreduced<>>
+struct matmul_plan
+    : detail::contraction_members<detail::matmul_form<Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
+                                                      RhsExtents, T, LhsUnreduced, RhsUnreduced>> {
+ private:
+  using form = detail::matmul_form<Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents, RhsExtents, T,
+                                   LhsUnreduced, RhsUnreduced>;
+
+ public:
+  static constexpr std::size_t rank = LhsExtents::rank;
+  using mesh_type = Mesh;
+  using value_type = T;
+  static constexpr bool out_named = form::out_named;
+
+  // Whether the inputs satisfy rules 1 and 2 (else exactly one diagnostic fired).
+  static constexpr bool inputs_valid = form::inputs_valid;
+
+ private:
+  static constexpr std::size_t R = form::rank;  // rank, at least 2: keeps the members well-formed
 
  public:
   // The chosen plan as a value (what ts::matmul executes).
-  static constexpr detail::matmul_choice<R> choice = make();
+  static constexpr detail::matmul_choice<R> choice = form::make_matmul();
 
   // Whether a plan exists: the inputs are valid and the rules allow the product.
   static constexpr bool valid =
@@ -246,49 +299,10 @@ struct matmul_plan {
   using out_unreduced = decltype(detail::unreduced_from<choice.out_unreduced>(
       std::make_index_sequence<choice.out_unreduced.count>{}));
 
- private:
-  // From make(), not `choice`: g++ 12 mis-evaluates some copies out of a constexpr object
-  // (see detail/matmul_planner.hpp), so the constant evaluations start from fresh values.
-  static constexpr detail::matmul_step_list<R> list_ =
-      detail::matmul_steps_of<Mesh>(make(), shapes());
-
- public:
-  // The steps, in order: the operands' collectives and slices, the local GEMM, then the
-  // output's reduction and resharding.
-  static constexpr std::array<step<R>, list_.count> steps = detail::take_steps<list_.count>(list_);
-
-  // How many collectives run, and whether any does.
-  static constexpr std::size_t collectives = [] {
-    std::size_t n = 0;
-    for (const step<R>& s : steps) n += s.communicates() ? 1 : 0;
-    return n;
-  }();
-  static constexpr bool communicates = collectives != 0;
-
-  // Bytes received and GEMM flops per device for given extents (the cost model of
-  // detail/matmul_planner.hpp).
-  static constexpr double bytes_moved(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
-    return detail::cost_of<Mesh>(choice, detail::matmul_shapes<R>{lhs_shape, rhs_shape, sizeof(T)}).bytes;
-  }
-  static constexpr double flops(const shape<R>& lhs_shape, const shape<R>& rhs_shape) {
-    return detail::cost_of<Mesh>(choice, detail::matmul_shapes<R>{lhs_shape, rhs_shape, sizeof(T)}).flops;
-  }
-
-  // With static extents: the same for those extents (0 when an extent is dynamic).
-  static constexpr bool extents_static = LhsExtents::all_static && RhsExtents::all_static;
-  static constexpr std::size_t bytes_per_device =
-      extents_static
-          ? static_cast<std::size_t>(detail::cost_of<Mesh>(make(), shapes()).bytes + 0.5)
-          : 0;
-  static constexpr double flops_per_device =
-      extents_static ? detail::cost_of<Mesh>(make(), shapes()).flops : 0;
-
-  // "all_gather(lhs, dim 1, over x); local gemm".
-  static std::string describe() {
-    std::string out;
-    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].call_string();
-    return out;
-  }
+  // steps, collectives, communicates, bytes_moved, flops (the cost model of
+  // detail/einsum_cost.hpp on the plan's einsum form), extents_static, bytes_per_device,
+  // flops_per_device and describe() ("all_gather(lhs, dim 1, over x); local gemm"): from
+  // detail::contraction_members, shared with einsum_plan.
 };
 
 // matmul_plan_for<A, B[, OutSpec]>: the plan ts::matmul<OutSpec>(a, b) runs on arrays of

@@ -272,13 +272,6 @@ constexpr std::array<step<Rank>, N + M> concat_steps(const std::array<step<Rank>
   return out;
 }
 
-template <std::size_t Rank, std::size_t N>
-constexpr std::size_t count_collectives(const std::array<step<Rank>, N>& steps) {
-  std::size_t n = 0;
-  for (const step<Rank>& s : steps) n += s.communicates() ? 1 : 0;
-  return n;
-}
-
 // The spec types of a plan, entry by entry from fresh values: spec<entry(I)...> rather than
 // spec<Array[I]...> of a constexpr member, which g++ 12 fails to substitute for some values
 // (multi-axis entries copied out of a constexpr object, as detail/matmul_planner.hpp notes).
@@ -312,9 +305,8 @@ struct reduce_spec_types {
 };
 
 // Bytes received per device by a plan's collectives on an array of global extents `global`
-// (the keep-dims shape: what the collectives move), as matmul plans count them: psum, pmax
-// and pmin 2 (n - 1) / n of the block, psum_scatter and all_to_all (n - 1) / n, all_gather
-// (n - 1) blocks, for groups of n devices.
+// (the keep-dims shape: what the collectives move), as every plan counts them
+// (elements_received, plan/step.hpp).
 template <class Mesh, std::size_t Rank, std::size_t N>
 constexpr double bytes_received(const std::array<step<Rank>, N>& steps, spec_array<Rank> cur,
                                 const shape<Rank>& global, std::size_t element_size) {
@@ -323,16 +315,7 @@ constexpr double bytes_received(const std::array<step<Rank>, N>& steps, spec_arr
     double block = 1;
     for (std::size_t e : block_shape_of<Mesh>(cur, global)) block *= static_cast<double>(e);
     const double n = static_cast<double>(shards_of<Mesh>(s.axes));
-    double moved = 0;
-    switch (s.kind) {
-      case step_kind::psum:
-      case step_kind::pmax:
-      case step_kind::pmin: moved = 2 * (n - 1) / n * block; break;
-      case step_kind::psum_scatter:
-      case step_kind::all_to_all: moved = (n - 1) / n * block; break;
-      case step_kind::all_gather: moved = (n - 1) * block; break;
-      default: break;
-    }
+    const double moved = elements_received(s.kind, n, block);
     bytes += moved * static_cast<double>(element_size);
     cur = s.spec_after;
   }
@@ -456,9 +439,7 @@ struct reduce_plan {
 
   // "local reduce(array); pmax(array, over y)".
   static std::string describe() {
-    std::string out;
-    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].call_string();
-    return out;
+    return detail::describe_calls(steps);
   }
 };
 

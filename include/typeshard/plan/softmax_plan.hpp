@@ -117,9 +117,7 @@ struct softmax_plan {
   static constexpr bool communicates = collectives != 0;
 
   static std::string describe() {
-    std::string out;
-    for (std::size_t i = 0; i < steps.size(); ++i) out += (i ? "; " : "") + steps[i].call_string();
-    return out;
+    return detail::describe_calls(steps);
   }
 };
 

@@ -149,6 +149,28 @@ struct step {
 
 namespace detail {
 
+// The elements one device receives in a step of `kind` over a group of `group` devices, its
+// block holding `block` elements before the step: the cost model every plan's bytes count
+// (bandwidth-optimal ring collectives). all_gather brings the n - 1 other blocks; psum_scatter
+// and all_to_all (n - 1) / n of the block; psum, pmax and pmin, a reduce-scatter then an
+// all-gather, twice that; a local step nothing.
+constexpr double elements_received(step_kind kind, double group, double block) {
+  const double n = group;
+  switch (kind) {
+    case step_kind::all_gather: return (n - 1) * block;
+    case step_kind::all_to_all:
+    case step_kind::psum_scatter: return (n - 1) / n * block;
+    case step_kind::psum:
+    case step_kind::pmax:
+    case step_kind::pmin: return 2 * (n - 1) / n * block;
+    case step_kind::slice:
+    case step_kind::local_gemm:
+    case step_kind::local_reduce:
+    case step_kind::local_elementwise: break;
+  }
+  return 0;
+}
+
 // A plan's steps while it is computed: a fixed-capacity list (constexpr-friendly).
 template <std::size_t Rank, std::size_t Capacity>
 struct step_array {
@@ -156,6 +178,23 @@ struct step_array {
   std::size_t count = 0;
   constexpr void push(const step<Rank>& s) { steps[count++] = s; }
 };
+
+// How many of a plan's steps are collectives (a plan's `collectives` member).
+template <std::size_t Rank, std::size_t N>
+constexpr std::size_t count_collectives(const std::array<step<Rank>, N>& steps) {
+  std::size_t n = 0;
+  for (const step<Rank>& s : steps) n += s.communicates() ? 1 : 0;
+  return n;
+}
+
+// A plan's steps as calls, "; "-separated: what the describe() of an einsum, matmul,
+// reduction or softmax plan returns ("all_gather(lhs, dim 1, over x); local gemm").
+template <std::size_t Rank, std::size_t N>
+std::string describe_calls(const std::array<step<Rank>, N>& steps) {
+  std::string out;
+  for (std::size_t i = 0; i < N; ++i) out += (i ? "; " : "") + steps[i].call_string();
+  return out;
+}
 
 // The first N steps of a list, as the std::array a plan exposes.
 template <std::size_t N, std::size_t Rank, std::size_t Capacity>

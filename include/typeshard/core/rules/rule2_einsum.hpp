@@ -2,7 +2,7 @@
 // string, the operands against it, and the per-letter sharding rules.
 //
 // Checked in: plan/einsum_plan.hpp (detail::check_einsum_inputs, check_einsum_choice),
-// ops/einsum.hpp (check_einsum_arrays). A partial-sum operand that clashes with the other,
+// ops/einsum.hpp (check_operand_types). A partial-sum operand that clashes with the other,
 // or a product partial over more than 4 axes, is rule 3's message (rule3_unreduced.hpp).
 // Compile-fail tests: tests/compile_fail/rule2_einsum_*.cpp. Table: docs/rules.md.
 // Letters and axes arrive as character template arguments, which both g++ and clang++

@@ -3,7 +3,7 @@
 // dimensions.
 //
 // Checked in: plan/matmul_plan.hpp (detail::check_matmul_inputs, check_matmul_choice),
-// ops/matmul.hpp (check_matmul_arrays), array/block.hpp (block matmul, ts::transpose).
+// ops/matmul.hpp (check_operand_types), array/block_matmul.hpp, array/block.hpp (transpose).
 // Compile-fail tests: tests/compile_fail/rule2_*.cpp. Table: docs/rules.md.
 // Each message is a class template in ts::diagnostic whose fire() holds the static_assert;
 // a check instantiates it through detail::require (core/detail/diagnose.hpp).
@@ -132,7 +132,7 @@ struct matmul_free_dims_share_axis {
   }
 };
 
-// ts::matmul and ts::transpose of blocks, inside shard_map (array/block.hpp).
+// ts::matmul and ts::transpose of blocks, inside shard_map (array/block_matmul.hpp, block.hpp).
 template <class LhsElement, class RhsElement>
 struct block_matmul_element_types_differ {
   static constexpr bool fire() {

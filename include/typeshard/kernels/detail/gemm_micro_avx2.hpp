@@ -19,8 +19,8 @@ namespace typeshard::kernels::detail {
 
 #define TYPESHARD_GEMM_AVX2_TARGET __attribute__((target("avx2,fma")))
 
-// The operations of the kernels below (simd.hpp: the builtins immintrin.h's 256-bit
-// intrinsics wrap).
+// One name per operation for both element types, so the kernel below is written once
+// (simd.hpp: the builtins immintrin.h's 256-bit intrinsics wrap).
 namespace avx2 {
 using simd::f32x8;
 using simd::f64x4;
@@ -68,20 +68,24 @@ inline void prefetch_tile(const T* tile, std::size_t ldt, std::size_t cols) {
   }
 }
 
-TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const float* a,
-                                                         const float* b, float* tile,
-                                                         std::size_t ldt, bool load) {
-  avx2::f32x8 c00 = avx2::f32x8{}, c01 = avx2::f32x8{};
-  avx2::f32x8 c10 = avx2::f32x8{}, c11 = avx2::f32x8{};
-  avx2::f32x8 c20 = avx2::f32x8{}, c21 = avx2::f32x8{};
-  avx2::f32x8 c30 = avx2::f32x8{}, c31 = avx2::f32x8{};
-  avx2::f32x8 c40 = avx2::f32x8{}, c41 = avx2::f32x8{};
-  avx2::f32x8 c50 = avx2::f32x8{}, c51 = avx2::f32x8{};
-  prefetch_tile(tile, ldt, 16);
+template <class T>
+TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const T* a, const T* b,
+                                                         T* tile, std::size_t ldt, bool load) {
+  using V = typename simd::vec<T, 32>::type;
+  constexpr std::size_t lanes = 32 / sizeof(T);
+  // The 12 accumulators written out (not an array, as in the AVX-512 kernel): 12 of the 16
+  // registers, so nothing may spill.
+  V c00 = V{}, c01 = V{};
+  V c10 = V{}, c11 = V{};
+  V c20 = V{}, c21 = V{};
+  V c30 = V{}, c31 = V{};
+  V c40 = V{}, c41 = V{};
+  V c50 = V{}, c51 = V{};
+  prefetch_tile(tile, ldt, 2 * lanes);
   for (std::size_t p = 0; p < kc; ++p) {
-    const avx2::f32x8 b0 = avx2::load(b);
-    const avx2::f32x8 b1 = avx2::load(b + 8);
-    avx2::f32x8 ai = avx2::broadcast(a + 0);
+    const V b0 = avx2::load(b);
+    const V b1 = avx2::load(b + lanes);
+    V ai = avx2::broadcast(a + 0);
     c00 = avx2::fma(ai, b0, c00);
     c01 = avx2::fma(ai, b1, c01);
     ai = avx2::broadcast(a + 1);
@@ -100,67 +104,19 @@ TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const f
     c50 = avx2::fma(ai, b0, c50);
     c51 = avx2::fma(ai, b1, c51);
     a += 6;
-    b += 16;
+    b += 2 * lanes;
   }
-  const avx2::f32x8 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                             {c30, c31}, {c40, c41}, {c50, c51}};
+  const V rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                        {c30, c31}, {c40, c41}, {c50, c51}};
   for (std::size_t i = 0; i < 6; ++i) {
-    float* t = tile + i * ldt;
-    avx2::f32x8 r0 = rows[i][0], r1 = rows[i][1];
+    T* t = tile + i * ldt;
+    V r0 = rows[i][0], r1 = rows[i][1];
     if (load) {
       r0 = r0 + avx2::loadu(t);
-      r1 = r1 + avx2::loadu(t + 8);
+      r1 = r1 + avx2::loadu(t + lanes);
     }
     avx2::storeu(t, r0);
-    avx2::storeu(t + 8, r1);
-  }
-}
-
-TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const double* a,
-                                                         const double* b, double* tile,
-                                                         std::size_t ldt, bool load) {
-  avx2::f64x4 c00 = avx2::f64x4{}, c01 = avx2::f64x4{};
-  avx2::f64x4 c10 = avx2::f64x4{}, c11 = avx2::f64x4{};
-  avx2::f64x4 c20 = avx2::f64x4{}, c21 = avx2::f64x4{};
-  avx2::f64x4 c30 = avx2::f64x4{}, c31 = avx2::f64x4{};
-  avx2::f64x4 c40 = avx2::f64x4{}, c41 = avx2::f64x4{};
-  avx2::f64x4 c50 = avx2::f64x4{}, c51 = avx2::f64x4{};
-  prefetch_tile(tile, ldt, 8);
-  for (std::size_t p = 0; p < kc; ++p) {
-    const avx2::f64x4 b0 = avx2::load(b);
-    const avx2::f64x4 b1 = avx2::load(b + 4);
-    avx2::f64x4 ai = avx2::broadcast(a + 0);
-    c00 = avx2::fma(ai, b0, c00);
-    c01 = avx2::fma(ai, b1, c01);
-    ai = avx2::broadcast(a + 1);
-    c10 = avx2::fma(ai, b0, c10);
-    c11 = avx2::fma(ai, b1, c11);
-    ai = avx2::broadcast(a + 2);
-    c20 = avx2::fma(ai, b0, c20);
-    c21 = avx2::fma(ai, b1, c21);
-    ai = avx2::broadcast(a + 3);
-    c30 = avx2::fma(ai, b0, c30);
-    c31 = avx2::fma(ai, b1, c31);
-    ai = avx2::broadcast(a + 4);
-    c40 = avx2::fma(ai, b0, c40);
-    c41 = avx2::fma(ai, b1, c41);
-    ai = avx2::broadcast(a + 5);
-    c50 = avx2::fma(ai, b0, c50);
-    c51 = avx2::fma(ai, b1, c51);
-    a += 6;
-    b += 8;
-  }
-  const avx2::f64x4 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                              {c30, c31}, {c40, c41}, {c50, c51}};
-  for (std::size_t i = 0; i < 6; ++i) {
-    double* t = tile + i * ldt;
-    avx2::f64x4 r0 = rows[i][0], r1 = rows[i][1];
-    if (load) {
-      r0 = r0 + avx2::loadu(t);
-      r1 = r1 + avx2::loadu(t + 4);
-    }
-    avx2::storeu(t, r0);
-    avx2::storeu(t + 4, r1);
+    avx2::storeu(t + lanes, r1);
   }
 }
 

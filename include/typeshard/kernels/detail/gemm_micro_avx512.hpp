@@ -35,16 +35,6 @@ namespace typeshard::kernels::detail {
 namespace avx512 {
 using simd::f32x16;
 using simd::f64x8;
-template <class T>
-struct vec;  // (a trait, not std::conditional_t: that drops the vector types' attributes)
-template <>
-struct vec<float> {
-  using type = f32x16;
-};
-template <>
-struct vec<double> {
-  using type = f64x8;
-};
 TYPESHARD_GEMM_AVX512_TARGET inline f32x16 zero(float) { return f32x16{}; }
 TYPESHARD_GEMM_AVX512_TARGET inline f64x8 zero(double) { return f64x8{}; }
 TYPESHARD_GEMM_AVX512_TARGET inline f32x16 load(const float* p) {
@@ -84,7 +74,7 @@ TYPESHARD_GEMM_AVX512_TARGET inline f64x8 add(f64x8 a, f64x8 b) { return a + b; 
 template <class T>
 TYPESHARD_GEMM_AVX512_TARGET void micro_kernel_avx512(std::size_t kc, const T* a, const T* b,
                                                       T* tile, std::size_t ldt, bool load) {
-  using V = typename avx512::vec<T>::type;
+  using V = typename simd::vec<T, 64>::type;
   constexpr std::size_t mr = micro_avx512_mr;
   constexpr std::size_t lanes = 64 / sizeof(T);
   static_assert(mr == 14, "typeshard: internal: the unroll pragmas below assume 14 rows");

@@ -11,14 +11,9 @@
 // leave its row-major blocks as they are, so one step vocabulary and one executor serve
 // operands of different ranks, and each step's `dim` is the operand's own dimension.
 //
-// A plan is an `einsum_choice`: what each operand is resharded to (lhs_gemm, rhs_gemm),
-// what the local product reads (lhs_read, rhs_read: an operand holding all of a contracting
-// letter reads the other's block of it, a local slice), the local product's sharding
-// (local) and the axes it is a partial sum over (partial: every contracted or summed
-// letter's axes, and the operands' own unreduced axes), and the output. The local product
-// is a valid partial sum when the batch letters are sharded alike, each contracting letter
-// is read alike by both, no mesh axis appears twice in the local product and the partial
-// axes together, and an operand's unreduced axes shard nothing read.
+// A plan is an `einsum_choice` (einsum_letters.hpp: what each operand is resharded to, what
+// the local product reads, its sharding and partial axes); its cost is einsum_cost.hpp's.
+// This header searches: by rule, or over candidates by cost.
 //
 // Which plan:
 //   no output spec, by rule (DESIGN rule 2):
@@ -45,165 +40,16 @@
 #include <array>
 #include <cstddef>
 
-#include "../../core/layout.hpp"
 #include "../../core/mesh.hpp"
 #include "../../core/spec.hpp"
 #include "../reshard_plan.hpp"
 #include "../step.hpp"
+#include "einsum_cost.hpp"
+#include "einsum_letters.hpp"
 #include "einsum_subscripts.hpp"
 #include "matmul_planner.hpp"
 
 namespace typeshard::detail {
-
-enum class einsum_problem {
-  none,
-  batch_specs_differ,         // `letter`: sharded differently in lhs and rhs
-  output_letters_share_axis,  // `axis`: two output letters on one mesh axis, no output spec
-  unreduced_conflict,         // `axis`: one operand unreduced over an axis the other uses
-  too_many_partial_axes       // the product would be unreduced over more than 4 axes
-};
-
-template <std::size_t R>
-struct einsum_choice;
-
-// Sets every spec of a choice to none, entry by entry: g++ 12 rejects a spec_array left at
-// its default member initializer as a template argument (plan::out_spec's spec_from), so
-// every member is assigned before the choice becomes a constant.
-template <std::size_t R>
-constexpr void clear_specs(einsum_choice<R>& c);
-
-template <std::size_t R>
-struct einsum_choice {
-  einsum_problem problem = einsum_problem::none;
-  char problem_letter = 0;
-  axis_name problem_axis{};
-
-  spec_array<R> lhs{}, rhs{};                 // the operands as given
-  dim_spec lhs_unreduced{}, rhs_unreduced{};  // ... and the axes they are partial over
-  spec_array<R> lhs_gemm{}, rhs_gemm{};       // after their reshards
-  spec_array<R> lhs_read{}, rhs_read{};       // after the local slices: what the product reads
-  dim_spec partial{};                         // the local product is partial over these
-  spec_array<R> local{};                      // the local product's sharding (output order)
-  bool out_named = false;
-  spec_array<R> out{};
-  dim_spec out_unreduced{};
-};
-
-template <std::size_t R>
-constexpr void clear_specs(einsum_choice<R>& c) {
-  for (std::size_t d = 0; d < R; ++d)
-    c.lhs[d] = c.rhs[d] = c.lhs_gemm[d] = c.rhs_gemm[d] = c.lhs_read[d] = c.rhs_read[d] =
-        c.local[d] = c.out[d] = dim_spec{};
-}
-
-// Extents (padded to R with 1s) and the element size a cost is computed for.
-template <std::size_t R>
-struct einsum_shapes {
-  shape<R> lhs{}, rhs{};
-  std::size_t element_size = 4;
-};
-
-template <std::size_t R>
-constexpr shape<R> einsum_out_shape(const einsum_equation& eq, const einsum_shapes<R>& sh) {
-  shape<R> out{};
-  for (std::size_t d = 0; d < R; ++d) out[d] = 1;
-  for (std::size_t o = 0; o < eq.out_rank; ++o) {
-    const char c = eq.out[o];
-    out[o] = eq.in_lhs(c) ? sh.lhs[eq.lhs_dim(c)] : sh.rhs[eq.rhs_dim(c)];
-  }
-  return out;
-}
-
-constexpr bool append_axes(dim_spec& to, const dim_spec& from) {
-  for (std::size_t a = 0; a < from.count; ++a) {
-    if (to.count == dim_spec::max_axes) return false;
-    to.axes[to.count++] = from.axes[a];
-  }
-  return true;
-}
-
-constexpr bool axes_distinct(const dim_spec& d) {
-  for (std::size_t a = 0; a < d.count; ++a)
-    for (std::size_t b = a + 1; b < d.count; ++b)
-      if (d.axes[a] == d.axes[b]) return false;
-  return true;
-}
-
-// Given lhs_gemm and rhs_gemm: the reads, the local product and its partial axes; false if
-// this pair cannot form the local product (see the header comment).
-template <std::size_t R>
-constexpr bool complete_einsum_local(const einsum_equation& eq, einsum_choice<R>& c) {
-  c.lhs_read = c.lhs_gemm;
-  c.rhs_read = c.rhs_gemm;
-  for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
-    const char x = eq.lhs[l];
-    const einsum_role role = eq.role(x);
-    if (role != einsum_role::batch && role != einsum_role::contracting) continue;
-    const std::size_t r = eq.rhs_dim(x);
-    const dim_spec& a = c.lhs_gemm[l];
-    const dim_spec& b = c.rhs_gemm[r];
-    if (a == b) continue;
-    if (role == einsum_role::batch) return false;
-    if (a.count == 0)
-      c.lhs_read[l] = b;  // lhs holds all of the letter: it reads rhs's block of it
-    else if (b.count == 0)
-      c.rhs_read[r] = a;
-    else
-      return false;
-  }
-  if (!no_axis_twice(c.lhs_read) || !no_axis_twice(c.rhs_read)) return false;
-  for (std::size_t d = 0; d < R; ++d) c.local[d] = dim_spec{};
-  for (std::size_t o = 0; o < eq.out_rank; ++o) {
-    const char x = eq.out[o];
-    c.local[o] = eq.in_lhs(x) ? c.lhs_read[eq.lhs_dim(x)] : c.rhs_read[eq.rhs_dim(x)];
-  }
-  dim_spec p;
-  for (std::size_t l = 0; l < eq.lhs_rank; ++l)
-    if (!eq.in_out(eq.lhs[l]) && !append_axes(p, c.lhs_read[l])) return false;
-  for (std::size_t r = 0; r < eq.rhs_rank; ++r)
-    if (eq.role(eq.rhs[r]) == einsum_role::rhs_summed && !append_axes(p, c.rhs_read[r]))
-      return false;
-  dim_spec operands_u = c.lhs_unreduced;
-  if (!append_axes(operands_u, c.rhs_unreduced) || !append_axes(p, operands_u)) return false;
-  c.partial = p;
-  return axes_distinct(p) && uses_none_of(c.lhs_read, operands_u) &&
-         uses_none_of(c.rhs_read, operands_u) && no_axis_twice(c.local) &&
-         uses_none_of(c.local, p);
-}
-
-template <class Mesh, std::size_t R>
-constexpr step_list<R> einsum_lhs_steps(const einsum_choice<R>& c, const shape<R>& g) {
-  return reshard_steps<Mesh>(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, g);
-}
-template <class Mesh, std::size_t R>
-constexpr step_list<R> einsum_rhs_steps(const einsum_choice<R>& c, const shape<R>& g) {
-  return reshard_steps<Mesh>(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, g);
-}
-template <class Mesh, std::size_t R>
-constexpr step_list<R> einsum_out_steps(const einsum_choice<R>& c, const shape<R>& g) {
-  return reshard_steps<Mesh>(c.local, c.partial, c.out, dim_spec{}, g);
-}
-
-// The cost of a completed candidate (bytes received per device, local flops, collectives).
-template <class Mesh, std::size_t R>
-constexpr matmul_cost einsum_cost_of(const einsum_equation& eq, const einsum_choice<R>& c,
-                                     const einsum_shapes<R>& sh) {
-  matmul_cost cost;
-  add_reshard_cost<Mesh>(cost, c.lhs, einsum_lhs_steps<Mesh>(c, sh.lhs), sh.lhs, sh.element_size);
-  add_reshard_cost<Mesh>(cost, c.rhs, einsum_rhs_steps<Mesh>(c, sh.rhs), sh.rhs, sh.element_size);
-  const shape<R> out = einsum_out_shape(eq, sh);
-  if (c.out_named)
-    add_reshard_cost<Mesh>(cost, c.local, einsum_out_steps<Mesh>(c, out), out, sh.element_size);
-  double contracted = 1;
-  for (std::size_t l = 0; l < eq.lhs_rank; ++l)
-    if (!eq.in_out(eq.lhs[l]))
-      contracted *= static_cast<double>(block_extent(sh.lhs[l], shards_of<Mesh>(c.lhs_read[l])));
-  for (std::size_t r = 0; r < eq.rhs_rank; ++r)
-    if (eq.role(eq.rhs[r]) == einsum_role::rhs_summed)
-      contracted *= static_cast<double>(block_extent(sh.rhs[r], shards_of<Mesh>(c.rhs_read[r])));
-  cost.flops = 2 * block_elements<Mesh>(c.local, out) * contracted;
-  return cost;
-}
 
 // No output spec: DESIGN rule 2 per letter (see the header comment).
 template <class Mesh, std::size_t R>
@@ -420,8 +266,8 @@ template <class Mesh, std::size_t R>
 constexpr einsum_step_list<R> einsum_steps_of(const einsum_equation& eq, const einsum_choice<R>& c,
                                               const einsum_shapes<R>& sh) {
   einsum_step_list<R> out;
-  append_reshard(out, step_operand::lhs, c.lhs, einsum_lhs_steps<Mesh>(c, sh.lhs));
-  append_reshard(out, step_operand::rhs, c.rhs, einsum_rhs_steps<Mesh>(c, sh.rhs));
+  append_reshard(out, step_operand::lhs, c.lhs, lhs_steps<Mesh>(c, sh.lhs));
+  append_reshard(out, step_operand::rhs, c.rhs, rhs_steps<Mesh>(c, sh.rhs));
   spec_array<R> cur = c.lhs_gemm;
   for (std::size_t d = 0; d < R; ++d)
     if (!(c.lhs_read[d] == cur[d])) {
@@ -439,22 +285,8 @@ constexpr einsum_step_list<R> einsum_steps_of(const einsum_equation& eq, const e
   out.push(step<R>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local, c.partial});
   if (c.out_named)
     append_reshard(out, step_operand::out, c.local,
-                   einsum_out_steps<Mesh>(c, einsum_out_shape(eq, sh)));
+                   out_steps<Mesh>(c, einsum_out_shape(eq, sh)));
   return out;
-}
-
-// The shapes a compile-time plan is costed for: the static extents when all are static,
-// else every extent 4096 (matmul's documented rule for dynamic extents).
-template <class LE, class RE, std::size_t R>
-constexpr einsum_shapes<R> nominal_einsum_shapes(std::size_t element_size) {
-  einsum_shapes<R> sh;
-  sh.element_size = element_size;
-  constexpr bool all_static = LE::all_static && RE::all_static;
-  for (std::size_t d = 0; d < R; ++d) {
-    sh.lhs[d] = d < LE::rank ? (all_static ? LE::static_extents[d] : 4096) : 1;
-    sh.rhs[d] = d < RE::rank ? (all_static ? RE::static_extents[d] : 4096) : 1;
-  }
-  return sh;
 }
 
 }  // namespace typeshard::detail

@@ -61,6 +61,7 @@
 #include "../../core/layout.hpp"
 #include "../../core/mesh.hpp"
 #include "../reshard_plan.hpp"
+#include "../step.hpp"
 #include "../../core/spec.hpp"
 #include "../../core/detail/spec_layout.hpp"
 
@@ -193,16 +194,17 @@ constexpr step_list<Rank> reshard_steps(const spec_array<Rank>& from, const dim_
 
 // The three reshards of a plan: each operand to what the GEMM reads (a partial-sum operand
 // stays partial: gathering partial sums is linear), and the product to the output, reduced.
-template <class Mesh, std::size_t Rank>
-constexpr step_list<Rank> lhs_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+// Choice: a matmul_choice or an einsum_choice (einsum_letters.hpp), which name these alike.
+template <class Mesh, class Choice, std::size_t Rank>
+constexpr step_list<Rank> lhs_steps(const Choice& c, const shape<Rank>& global) {
   return reshard_steps<Mesh>(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, global);
 }
-template <class Mesh, std::size_t Rank>
-constexpr step_list<Rank> rhs_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+template <class Mesh, class Choice, std::size_t Rank>
+constexpr step_list<Rank> rhs_steps(const Choice& c, const shape<Rank>& global) {
   return reshard_steps<Mesh>(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, global);
 }
-template <class Mesh, std::size_t Rank>
-constexpr step_list<Rank> out_steps(const matmul_choice<Rank>& c, const shape<Rank>& global) {
+template <class Mesh, class Choice, std::size_t Rank>
+constexpr step_list<Rank> out_steps(const Choice& c, const shape<Rank>& global) {
   return reshard_steps<Mesh>(c.local, c.partial, c.out, dim_spec{}, global);
 }
 
@@ -216,19 +218,7 @@ constexpr void add_reshard_cost(matmul_cost& cost, const spec_array<Rank>& from,
     const step<Rank>& s = steps.steps[i];
     const double before = block_elements<Mesh>(cur, global);
     const double n = static_cast<double>(group_size<Mesh>(s.axes));
-    double moved = 0;
-    switch (s.kind) {
-      case step_kind::all_gather: moved = (n - 1) * before; break;
-      case step_kind::all_to_all:
-      case step_kind::psum_scatter: moved = (n - 1) / n * before; break;
-      case step_kind::psum:
-      case step_kind::pmax:
-      case step_kind::pmin: moved = 2 * (n - 1) / n * before; break;
-      case step_kind::slice:
-      case step_kind::local_gemm:
-      case step_kind::local_reduce:
-      case step_kind::local_elementwise: break;
-    }
+    const double moved = elements_received(s.kind, n, before);
     cost.bytes += moved * static_cast<double>(element_size);
     cost.collectives += s.communicates() ? 1 : 0;
     cur = s.spec_after;
@@ -295,16 +285,27 @@ constexpr axis_name unreduced_clash(const dim_spec& u, const spec_array<Rank>& s
   return {};
 }
 
+// The extent a compile-time plan assumes for every dimension of both operands as soon as one
+// extent is dynamic (the type then says nothing about their sizes). All extents equal makes
+// the choice the one for a square problem: no dimension is favoured. The value still counts
+// where blocks of different ranks are compared (an einsum's operands, the product), and for
+// rounding (uneven blocks): 4096 is a large, typical extent (the benchmarks' N), a power of
+// two, so it divides evenly over any power-of-two mesh axis and no block rounds to 1 or 0.
+// A program with very unequal dynamic extents gets the square problem's plan, perhaps not
+// the cheapest for its real extents (plan::bytes_moved gives those; name an output spec, or
+// use static extents, to decide).
+inline constexpr std::size_t nominal_dynamic_extent = 4096;
+
 // The shapes a compile-time plan is costed for: the static extents when every extent of
-// both operands is static, else every extent taken equal (the rule for dynamic extents).
+// both operands is static, else every extent nominal_dynamic_extent.
 template <class LhsExtents, class RhsExtents, std::size_t Rank>
 constexpr matmul_shapes<Rank> nominal_shapes(std::size_t element_size) {
   matmul_shapes<Rank> sh;
   sh.element_size = element_size;
   constexpr bool all_static = LhsExtents::all_static && RhsExtents::all_static;
   for (std::size_t d = 0; d < Rank; ++d) {
-    sh.lhs[d] = all_static ? LhsExtents::static_extents[d] : 4096;
-    sh.rhs[d] = all_static ? RhsExtents::static_extents[d] : 4096;
+    sh.lhs[d] = all_static ? LhsExtents::static_extents[d] : nominal_dynamic_extent;
+    sh.rhs[d] = all_static ? RhsExtents::static_extents[d] : nominal_dynamic_extent;
   }
   return sh;
 }

@@ -1,0 +1,33 @@
+// typeshard/ops/detail/operand_types.hpp: the first compile-time check of an operation on two
+// sharded arrays (ts::matmul, ts::einsum): one mesh type, then one element type. Internal: do
+// not rely on anything in detail/.
+//
+// Each operation names its own two messages (rule 2's matmul_* or einsum_* in
+// core/rules/), so the error says which operation was called. At most one fires; the check
+// then answers false and the caller returns a well-formed dummy, so nothing cascades.
+#pragma once
+
+#include <type_traits>
+
+#include "../../core/detail/diagnose.hpp"
+
+namespace typeshard::detail {
+
+template <class A, class B, template <class, class> class MeshesDiffer,
+          template <class, class> class ElementTypesDiffer>
+constexpr bool check_operand_types() {
+  using a_t = std::remove_cvref_t<A>;
+  using b_t = std::remove_cvref_t<B>;
+  if constexpr (!std::is_same_v<typename a_t::mesh_type, typename b_t::mesh_type>) {
+    return require<false, MeshesDiffer<typename a_t::mesh_type, typename b_t::mesh_type>>::value &&
+           false;
+  } else if constexpr (!std::is_same_v<typename a_t::value_type, typename b_t::value_type>) {
+    return require<false, ElementTypesDiffer<typename a_t::value_type,
+                                             typename b_t::value_type>>::value &&
+           false;
+  } else {
+    return true;
+  }
+}
+
+}  // namespace typeshard::detail
