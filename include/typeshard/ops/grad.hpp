@@ -181,10 +181,10 @@ class grad_function {
       return 0;
     } else {
       if (out.extent(0) != 1)
-        throw shape_error("typeshard: ts::value_and_grad: the loss has extent " +
-                          std::to_string(out.extent(0)) +
-                          "; the differentiated function must return one element; fix: "
-                          "reduce it with ts::sum or ts::mean");
+        throw shape_error(std::string("typeshard: ts::value_and_grad: the loss has extent ")
+                              .append(std::to_string(out.extent(0)))
+                              .append("; the differentiated function must return one element; "
+                                      "fix: reduce it with ts::sum or ts::mean"));
       if constexpr (Mode == grad_mode::plans) {
         std::vector<std::string> lines;
         for (std::size_t n = tape->nodes.size(); n-- > 0;)
