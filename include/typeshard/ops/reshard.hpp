@@ -32,6 +32,7 @@
 #include "../backend/backend.hpp"
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
+#include "../core/detail/unreduced_from.hpp"
 #include "detail/executor.hpp"
 #include "../array/device_mesh.hpp"
 #include "../core/errors.hpp"
@@ -78,20 +79,14 @@ constexpr axis_name first_not_in() {
 // unreduced_minus<U, Axes...>: U without Axes.
 template <class U, axis_name... Axes>
 struct unreduced_minus {
-  struct kept {
-    std::array<axis_name, U::size + 1> names{};
-    std::size_t count = 0;
-  };
-  static constexpr kept compute() {
-    kept k;
+  static constexpr dim_spec compute() {
+    dim_spec k;
     for (std::size_t i = 0; i < U::size; ++i)
-      if (!((U::axes[i] == Axes) || ...)) k.names[k.count++] = U::axes[i];
+      if (!((U::axes[i] == Axes) || ...)) k.axes[k.count++] = U::axes[i];
     return k;
   }
-  static constexpr kept k = compute();
-  template <std::size_t... I>
-  static unreduced<k.names[I]...> make(std::index_sequence<I...>);
-  using type = decltype(make(std::make_index_sequence<k.count>{}));
+  static constexpr dim_spec kept = compute();
+  using type = decltype(unreduced_from<kept>(std::make_index_sequence<kept.count>{}));
 };
 
 inline bool same_device_set(std::vector<device_id> a, std::vector<device_id> b) {

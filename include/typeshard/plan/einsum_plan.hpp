@@ -42,6 +42,7 @@
 #include <utility>
 
 #include "../core/detail/diagnose.hpp"
+#include "../core/detail/unreduced_from.hpp"
 #include "../core/extents.hpp"
 #include "../core/mesh.hpp"
 #include "../core/rules/rule2_einsum.hpp"

@@ -36,6 +36,7 @@
 
 #include "../core/detail/axis_name.hpp"
 #include "../core/detail/diagnose.hpp"
+#include "../core/detail/unreduced_from.hpp"
 #include "../core/mesh.hpp"
 #include "../core/rules/rule9_gradients.hpp"
 #include "../core/spec.hpp"
@@ -104,12 +105,8 @@ template <class Mesh, std::size_t Argnum, class List>
 struct gradient_axes;
 template <class Mesh, std::size_t Argnum, class... Cs>
 struct gradient_axes<Mesh, Argnum, grad_contributions<Cs...>> {
-  struct names {
-    std::array<axis_name, Mesh::rank + 1> axes{};
-    std::size_t count = 0;
-  };
-  static constexpr names compute() {
-    names n;
+  static constexpr dim_spec compute() {
+    dim_spec n;
     for (const auto& a : Mesh::axes) {
       const bool used =
           ((Cs::argnum == Argnum && unreduced_has<typename Cs::unreduced_type>(a.name)) || ...);
@@ -117,29 +114,21 @@ struct gradient_axes<Mesh, Argnum, grad_contributions<Cs...>> {
     }
     return n;
   }
-  static constexpr names value = compute();
-  template <std::size_t... I>
-  static unreduced<value.axes[I]...> make(std::index_sequence<I...>);
-  using type = decltype(make(std::make_index_sequence<value.count>{}));
+  static constexpr dim_spec value = compute();
+  using type = decltype(unreduced_from<value>(std::make_index_sequence<value.count>{}));
 };
 
 // U without the axes Spec shards over: what a parameter's contribution keeps unreduced.
 template <class U, class Spec>
 struct unreduced_outside_spec {
-  struct names {
-    std::array<axis_name, U::size + 1> axes{};
-    std::size_t count = 0;
-  };
-  static constexpr names compute() {
-    names n;
+  static constexpr dim_spec compute() {
+    dim_spec n;
     for (std::size_t i = 0; i < U::size; ++i)
       if (!Spec::uses(U::axes[i])) n.axes[n.count++] = U::axes[i];
     return n;
   }
-  static constexpr names value = compute();
-  template <std::size_t... I>
-  static unreduced<value.axes[I]...> make(std::index_sequence<I...>);
-  using type = decltype(make(std::make_index_sequence<value.count>{}));
+  static constexpr dim_spec value = compute();
+  using type = decltype(unreduced_from<value>(std::make_index_sequence<value.count>{}));
 };
 
 }  // namespace detail

@@ -42,6 +42,7 @@
 #include "detail/einsum_planner.hpp"
 #include "detail/matmul_planner.hpp"
 #include "../core/detail/spec_layout.hpp"
+#include "../core/detail/unreduced_from.hpp"
 #include "../core/extents.hpp"
 #include "../core/mesh.hpp"
 #include "reshard_plan.hpp"
@@ -94,13 +95,11 @@ constexpr matmul_step_list<Rank> matmul_steps_of(const matmul_choice<Rank>& c,
 }
 
 // spec_from<Array>(index_sequence): declared only, for decltype: the spec type whose
-// entries are the values of a spec_array (and unreduced_from: the unreduced type over a
-// dim_spec's axes). Functions rather than class templates with defaulted index_sequence
-// arguments: clang 14 crashes on `List.count` in a default template argument.
+// entries are the values of a spec_array (unreduced_from, its twin for unreduced types, is in
+// core/detail/unreduced_from.hpp). A function rather than a class template with a defaulted
+// index_sequence argument: clang 14 crashes on `List.count` in a default template argument.
 template <auto Array, std::size_t... I>
 spec<Array[I]...> spec_from(std::index_sequence<I...>);
-template <dim_spec List, std::size_t... I>
-unreduced<List.axes[I]...> unreduced_from(std::index_sequence<I...>);
 
 template <std::size_t A, std::size_t B>
 inline constexpr std::size_t max_of = A < B ? B : A;

@@ -50,6 +50,7 @@
 
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/spec_layout.hpp"
+#include "../core/detail/unreduced_from.hpp"
 #include "../core/extents.hpp"
 #include "../core/mesh.hpp"
 #include "../core/rules/rule3_unreduced.hpp"
@@ -180,11 +181,6 @@ constexpr spec_array<Rank> without_reduced(spec_array<Rank> s, const std::array<
     if (mask[d]) s[d] = dim_spec{};
   return s;
 }
-
-// The unreduced type over a list of axes
-// (functions for decltype: clang 14 crashes on `List.count` in a default template argument).
-template <dim_spec List, std::size_t... I>
-unreduced<List.axes[I]...> reduce_unreduced_from(std::index_sequence<I...>);
 
 // The result's extents: at the input's rank with the reduced dimensions kept (extent 1),
 // and at the output's rank. Types and integers only as template arguments: g++ 12 confuses
@@ -365,7 +361,7 @@ struct reduce_plan {
   using keep_spec = typename spec_types::target_type;
   using keep_unreduced = std::conditional_t<
       out_named, unreduced<>,
-      decltype(detail::reduce_unreduced_from<after_prefix_>(
+      decltype(detail::unreduced_from<after_prefix_>(
           std::make_index_sequence<after_prefix_.count>{}))>;
 
   // The result's type: out_spec, out_unreduced, out_extents (rank out_rank).
@@ -376,7 +372,7 @@ struct reduce_plan {
   // The reshard that follows the local steps when an output spec is named (else empty).
   using out_reshard = reshard_plan<
       Mesh, local_spec, keep_spec, keep_extents,
-      decltype(detail::reduce_unreduced_from<after_prefix_>(
+      decltype(detail::unreduced_from<after_prefix_>(
           std::make_index_sequence<after_prefix_.count>{}))>;
 
   // The local reduction (and the pmax / pmin of max and min), then the reshard's steps: when
