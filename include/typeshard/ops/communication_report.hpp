@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
-#include <map>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -176,17 +175,20 @@ class communication_recorder final : public collective_observer {
   // What was recorded so far (the recorder keeps recording).
   communication_report report() const {
     const std::lock_guard lock(mutex_);
-    if (by_position_.empty()) return {};
-    const auto& [position, events] = *by_position_.begin();
+    std::size_t first = by_position_.size(), devices = 0, total = 0;
+    for (std::size_t p = by_position_.size(); p-- > 0;) {
+      if (by_position_[p].empty()) continue;
+      first = p;
+      ++devices;
+      for (const collective_event& e : by_position_[p]) total += e.bytes_received;
+    }
+    if (devices == 0) return {};
     std::vector<communication_record> list;
-    list.reserve(events.size());
-    for (const collective_event& e : events)
+    list.reserve(by_position_[first].size());
+    for (const collective_event& e : by_position_[first])
       list.push_back({e.kind, e.op, e.axes, e.group_size, e.block_bytes, e.bytes_received,
                       e.seconds});
-    std::size_t total = 0;
-    for (const auto& [p, es] : by_position_)
-      for (const collective_event& e : es) total += e.bytes_received;
-    return communication_report(std::move(list), position, by_position_.size(), total);
+    return communication_report(std::move(list), first, devices, total);
   }
 
   // Forgets what was recorded (a loop can record one iteration at a time).
@@ -198,6 +200,7 @@ class communication_recorder final : public collective_observer {
   void observe(const collective_event& e) override {
     {
       const std::lock_guard lock(mutex_);
+      if (by_position_.size() <= e.position) by_position_.resize(e.position + 1);
       by_position_[e.position].push_back(e);
     }
     if (previous_ != nullptr) previous_->observe(e);
@@ -206,7 +209,7 @@ class communication_recorder final : public collective_observer {
  private:
   collective_observer* previous_;
   mutable std::mutex mutex_;
-  std::map<std::size_t, std::vector<collective_event>> by_position_;
+  std::vector<std::vector<collective_event>> by_position_;  // by mesh position
 };
 
 }  // namespace typeshard
