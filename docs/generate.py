@@ -254,7 +254,7 @@ TOPIC = re.compile(r"^typeshard: ([\w:.]+?): ")
 
 RULE_TITLES = {
     "1": "Rule 1: spec",
-    "2": "Rule 2: matmul",
+    "2": "Rule 2: contractions (einsum, matmul)",
     "3": "Rule 3: unreduced values",
     "4": "Rule 4: shard_map",
     "5": "Rule 5: elementwise",
