@@ -254,11 +254,24 @@ TOPIC = re.compile(r"^typeshard: ([\w:.]+?): ")
 
 RULE_TITLES = {
     "1": "Rule 1: spec",
-    "2": "Rule 2: matmul",
+    "2": "Rule 2: contractions (einsum, matmul)",
     "3": "Rule 3: unreduced values",
     "4": "Rule 4: shard_map",
     "5": "Rule 5: elementwise",
     "6": "Rule 6: extents",
+}
+
+
+# Messages that no instantiation can reach, each with the reason, listed in the table instead
+# of a test: a guard of the library's own source (an edit that breaks an assumption), whose
+# condition depends on no template parameter. Keep this short: a message a test can reach
+# (through the detail API if it is internal) gets a compile-fail test instead. rules_table()
+# fails when an entry matches no message, or a test matches it (the entry is then stale).
+UNREACHABLE = {
+    "typeshard: internal: the unroll pragmas below assume 14 rows":
+        "its condition, `micro_avx512_mr == 14`, names no template parameter and the constant "
+        "is 14 in the same header, so every instantiation passes it; it stops an edit of "
+        "`micro_avx512_mr` that forgets the kernel's `#pragma GCC unroll 14` lines",
 }
 
 
@@ -288,8 +301,15 @@ def rules_table() -> str:
     def order(key: str):
         return (0, key) if key.startswith("Rule") else (1, key)
 
+    known = {msg["message"] for msg in messages}
+    for message in UNREACHABLE:
+        if message not in known:
+            raise Failure(f"docs/generate.py: UNREACHABLE lists '{message}', which no header "
+                          "of include/typeshard/ has any more: remove the entry")
+
     out = []
     untested = 0
+    unreachable = 0
     for key in sorted(groups, key=order):
         out.append(f"### {key}\n")
         out.append("| diagnostic | message | compile-fail test |")
@@ -298,17 +318,26 @@ def rules_table() -> str:
             matching = [t for t in tests if t["compiled"].search(msg["message"])]
             for t in matching:
                 t["matched"] = True
-            if not matching:
+            reason = UNREACHABLE.get(msg["message"])
+            if reason and matching:
+                raise Failure(f"docs/generate.py: UNREACHABLE lists '{msg['message']}', which "
+                              f"{matching[0]['path']} reaches: remove the entry")
+            if reason:
+                unreachable += 1
+            elif not matching:
                 untested += 1
             where = f"`{msg['struct']}`<br>" if msg["struct"] else ""
             where += f"[{msg['header']}:{msg['line']}](../include/{msg['header']}#L{msg['line']})"
-            proof = "<br>".join(f"[{t['name']}](../{t['path']})" for t in matching) or "none yet"
+            proof = "<br>".join(f"[{t['name']}](../{t['path']})" for t in matching) or (
+                f"none possible: {reason}" if reason else "none yet")
             out.append(f"| {where} | {md_escape(msg['message'])} | {proof} |")
         out.append("")
 
     unmatched = [t for t in tests if not t["matched"]]
     out.append(f"{len(messages)} messages in {len(groups)} groups; {len(tests)} compile-fail "
-               f"tests; {untested} messages without a test.")
+               f"tests; {untested} messages without a test; {unreachable} internal "
+               f"invariant{'s' if unreachable != 1 else ''} no instantiation can reach (the "
+               "reason is in its row).")
     if unmatched:
         out.append("")
         out.append("Compile-fail tests whose expected message matches none of the messages "

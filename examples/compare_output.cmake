@@ -2,8 +2,10 @@
 # under mpiexec, and fails unless both exit 0 and rank 0 printed exactly what the thread
 # backend printed.
 #   cmake -DMPIEXEC=... -DNP=N -DTHREADS=example_x -DMPI=example_mpi_x -DWORKDIR=dir -P this
-# Lines with measured times ("ms", "GFLOP/s", "us") differ run to run: both sides drop them,
-# and numbers below 1e-4 in scientific notation (rounding) are masked.
+# Both runs get the test's environment (examples/CMakeLists.txt sets what both must share,
+# e.g. TYPESHARD_TUTORIAL_TIMED_SIZE). Lines with measured times ("ms", "GFLOP/s", "us")
+# differ run to run: both sides drop them, and numbers below 1e-4 in scientific notation
+# (rounding) are masked.
 # Open MPI hands each rank a pseudo-terminal: NO_COLOR keeps visualize's boxes plain, as
 # they are when the thread backend's output goes to a pipe.
 set(ENV{NO_COLOR} 1)

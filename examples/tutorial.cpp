@@ -5,7 +5,8 @@
 //   1.1  the 2x2 mesh and its devices
 //   2.1  an 8192 x 8192 matrix sharded P('x', 'y'), and its picture
 //   2.2  its addressable shards
-//   2.3  sin on one device against sin on four (timed: median of 5 runs, printed, not checked)
+//   2.3  sin on one device against sin on four (timed: median of 5 runs, printed, not checked;
+//        TYPESHARD_TUTORIAL_TIMED_SIZE=n times an n x n matrix, as the MPI tests do)
 //   2.4  each sharding strategy with its picture
 //   3.1  element-wise operations keep their sharding
 //   3.2-3.5  the four sharded-matmul cases, each through ts::matmul with the plan the compiler
@@ -22,6 +23,7 @@
 // depend on them).
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <string>
@@ -127,6 +129,53 @@ std::vector<T> values(const ts::host_tensor<T, 1>& t) {
   return {t.values().begin(), t.values().end()};
 }
 
+// ---- 2.3: sin on one device against sin on four --------------------------------------------
+
+// The side of the matrix section 2.3 times: the notebook's (`notebook`), unless
+// TYPESHARD_TUTORIAL_TIMED_SIZE=n asks for an n x n one. The MPI tests set it (examples/
+// CMakeLists.txt), for the thread run they compare with as well: under mpiexec, to_host hands
+// every rank the whole result, and 256 MB to 8 ranks twice cost 20 s (60 s over TCP). Only
+// timings, which no test compares, depend on the size.
+std::size_t timed_matrix_size(std::size_t notebook) {
+  const char* asked = std::getenv("TYPESHARD_TUTORIAL_TIMED_SIZE");
+  if (asked == nullptr || *asked == '\0') return notebook;
+  char* end = nullptr;
+  const unsigned long n = std::strtoul(asked, &end, 10);
+  if (*end != '\0' || n == 0 || n > notebook) {
+    std::cerr << "TYPESHARD_TUTORIAL_TIMED_SIZE=" << asked << ": expected a size from 1 to "
+              << notebook << "; timing the notebook's " << notebook << " x " << notebook << "\n";
+    return notebook;
+  }
+  return n;
+}
+
+// `matrix` on one device against `sharded_matrix` (the same values, P('x', 'y') on 4).
+template <class Devices, class Sharded>
+void performance_benefits(Devices& devices, const ts::host_tensor<float, 2>& matrix,
+                          const Sharded& sharded_matrix) {
+  // doc-snippet: sin
+  // `matrix` on a single device, as jnp.ones puts it: a mesh of one device.
+  using mesh_1 = ts::mesh<ts::axis("x", 1)>;
+  const ts::device_mesh<mesh_1> one_device{devices, {0}};
+  const auto on_one = ts::device_put<ts::spec<ts::none, ts::none>>(one_device, matrix);
+
+  const double one_ms = examples::median_ms(5, [&] { (void)ts::sin(on_one); });
+  const double four_ms = examples::median_ms(5, [&] { (void)ts::sin(sharded_matrix); });
+  std::cout << "sin on 1 device:  " << examples::format_ms(one_ms) << " (median of 5 runs)\n";
+  std::cout << "sin on 4 devices: " << examples::format_ms(four_ms) << " (median of 5 runs)\n";
+  // doc-snippet-end
+  std::cout << "(" << std::thread::hardware_concurrency()
+            << " hardware threads here: 4 devices can be at most that many times faster)\n";
+
+  // sin on the shards is the serial sin of each element.
+  const ts::host_tensor<float, 2> got = ts::to_host(ts::sin(sharded_matrix));
+  bool same = true;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    same = same && std::abs(got.data()[i] - std::sin(matrix.data()[i])) <= 1e-6f;
+  check(same, "sin of the sharded matrix differs from the serial sin");
+  check(ts::to_host(ts::sin(on_one)) == got, "sin on one device differs from sin on four");
+}
+
 // ---- the matmul cases --------------------------------------------------------------------
 
 // Prints "Correct result: true" as the notebook does, and counts a mismatch if not.
@@ -198,28 +247,11 @@ int main(int argc, char** argv) {
           "P('x', 'y'): every shard is a quarter of the matrix");
 
   section("2.3", "Performance benefits");
-  {
-    // doc-snippet: sin
-    // `matrix` on a single device, as jnp.ones puts it: a mesh of one device.
-    using mesh_1 = ts::mesh<ts::axis("x", 1)>;
-    const ts::device_mesh<mesh_1> one_device{devices, {0}};
-    const auto on_one = ts::device_put<ts::spec<ts::none, ts::none>>(one_device, matrix);
-
-    const double one_ms = examples::median_ms(5, [&] { (void)ts::sin(on_one); });
-    const double four_ms = examples::median_ms(5, [&] { (void)ts::sin(sharded_matrix); });
-    std::cout << "sin on 1 device:  " << examples::format_ms(one_ms) << " (median of 5 runs)\n";
-    std::cout << "sin on 4 devices: " << examples::format_ms(four_ms) << " (median of 5 runs)\n";
-    // doc-snippet-end
-    std::cout << "(" << std::thread::hardware_concurrency()
-              << " hardware threads here: 4 devices can be at most that many times faster)\n";
-
-    // sin on the shards is the serial sin of each element.
-    const ts::host_tensor<float, 2> got = ts::to_host(ts::sin(sharded_matrix));
-    bool same = true;
-    for (std::size_t i = 0; i < got.size(); ++i)
-      same = same && std::abs(got.data()[i] - std::sin(matrix.data()[i])) <= 1e-6f;
-    check(same, "sin of the sharded matrix differs from the serial sin");
-    check(ts::to_host(ts::sin(on_one)) == got, "sin on one device differs from sin on four");
+  if (const std::size_t n = timed_matrix_size(matrix_size); n == matrix_size) {
+    performance_benefits(devices, matrix, sharded_matrix);
+  } else {
+    const ts::host_tensor<float, 2> smaller({n, n}, 1.0f);
+    performance_benefits(devices, smaller, ts::device_put<ts::spec<"x", "y">>(mesh_2d, smaller));
   }
 
   section("2.4", "Sharding strategies");
