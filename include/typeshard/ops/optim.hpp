@@ -113,7 +113,7 @@ P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>&
     // New moment blocks (the old ones may be shared: zero_adam_init gives m and v one zero
     // block), written in the same pass.
     std::vector<detail::buffer<T>> m_out(M::size), v_out(M::size);
-    P next = detail::zero_step<plan>(param, grad, [&](std::size_t p, T* g, const T* w, std::size_t n) {
+    const auto update = [&](std::size_t p, T* g, const T* w, std::size_t n) {
       const T* m = state.m.local_data(p).data();
       const T* v = state.v.local_data(p).data();
       detail::buffer<T> mn(n), vn(n);
@@ -127,7 +127,8 @@ P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>&
       }
       m_out[p] = std::move(mn);
       v_out[p] = std::move(vn);
-    });
+    };
+    P next = detail::zero_step<plan>(param, grad, update);
     state.m = S(adopt_shards, param.device_mesh(), param.extents(), std::move(m_out));
     state.v = S(adopt_shards, param.device_mesh(), param.extents(), std::move(v_out));
     return next;

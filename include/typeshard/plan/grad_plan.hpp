@@ -238,11 +238,11 @@ struct einsum_grad_plans {
   using rhs_plan = einsum_plan_for<rhs_subscripts, CotOut, A>;
 };
 
-
 // zero_update_plan<Mesh, ParamSpec, ShardSpec, Extents, GradUnreduced, GradSpec>: what one
 // ZeRO-1 step (ts::zero_sgd_update, ts::zero_adam_update in ops/optim.hpp) runs on a
 // parameter of spec ParamSpec whose gradient (spec GradSpec, ParamSpec as ts::grad gives
-// it) is unreduced over GradUnreduced, its update sharded by ShardSpec. Every device, in one pass over its shard:
+// it) is unreduced over GradUnreduced, its update sharded by ShardSpec. Every device, in
+// one pass over its shard:
 //   1. reduce_scatter: its shard of the gradient, reduced (the plan's psum_scatter; axes
 //      the gradient is unreduced over that ShardSpec does not shard over are all-reduced);
 //   2. slice: its shard of the parameter (no communication when ParamSpec replicates it

@@ -82,20 +82,24 @@ P zero_step(const P& param, const G& grad, Update&& update) {
   for_each_position(param.device_mesh(), [&](std::size_t p) {
     const std::span<const T> g_in = grad.local_data(p);
     const std::span<const T> w_in = param.local_data(p);
-    const std::size_t n = host_tensor<T, Rank>::element_count(local_shape_of<Mesh>(to_of<rs, Rank>(), global, p));
+    const std::size_t n =
+        host_tensor<T, Rank>::element_count(local_shape_of<Mesh>(to_of<rs, Rank>(), global, p));
     // 1. this device's shard of the gradient, reduced, in a buffer of its own
-    buffer<T> shard = run_steps_on<T, Mesh, Rank>(b, p, g_in.data(), global, from_of<rs, Rank>(), rs_steps);
+    buffer<T> shard =
+        run_steps_on<T, Mesh, Rank>(b, p, g_in.data(), global, from_of<rs, Rank>(), rs_steps);
     if (shard.size() != n) {  // no steps (nothing to reduce or slice): a copy to update
       buffer<T> copy(n);
       for (std::size_t k = 0; k < n; ++k) copy.data()[k] = g_in[k];
       shard = std::move(copy);
     }
     // 2. the parameter's shard: in place when contiguous, else the slice steps' copy
-    const std::ptrdiff_t at = contiguous_offset<Mesh, Rank>(from_of<slice, Rank>(), to_of<slice, Rank>(), global, p);
+    const std::ptrdiff_t at =
+        contiguous_offset<Mesh, Rank>(from_of<slice, Rank>(), to_of<slice, Rank>(), global, p);
     buffer<T> w_copy;
     const T* w = w_in.data() + (at >= 0 ? at : 0);
     if (at < 0) {
-      w_copy = run_steps_on<T, Mesh, Rank>(b, p, w_in.data(), global, from_of<slice, Rank>(), slice_steps);
+      w_copy = run_steps_on<T, Mesh, Rank>(b, p, w_in.data(), global, from_of<slice, Rank>(),
+                                           slice_steps);
       w = w_copy.data();
     }
     // 3. the update, over the reduced gradient
@@ -104,7 +108,8 @@ P zero_step(const P& param, const G& grad, Update&& update) {
     if (gather_steps.empty()) {
       out[p] = std::move(shard);
     } else {
-      out[p] = run_steps_on<T, Mesh, Rank>(b, p, shard.data(), global, from_of<gather, Rank>(), gather_steps);
+      out[p] = run_steps_on<T, Mesh, Rank>(b, p, shard.data(), global, from_of<gather, Rank>(),
+                                           gather_steps);
       if (out[p].size() == 0) out[p] = std::move(shard);  // (only slices were pending: none)
     }
   });
