@@ -8,14 +8,15 @@
 //           use "data": the two rows of the mesh compute the same blocks.
 // training  one SGD step of seed 002's MLP ([784, H, H, H, 10], relu, loss = mean over the
 //           batch of the summed squared error) with the batch over 8 devices ("batch") and
-//           the parameters replicated: forward in the global view (every matmul names its
-//           output spec), hand-written backward pass whose products with a transposed operand
-//           are per-block matmuls of ts::transpose views in shard_map (the weight gradients'
-//           contraction over the sharded batch is a psum), SGD update of the replicated
-//           parameters as global elementwise operations.
+//           the parameters replicated: the loss written in the global view (every matmul
+//           names its output spec), its gradients by ts::value_and_grad (typed unreduced
+//           over "batch"), the SGD update by ts::zero_sgd_update (ZeRO-1: each device reduces
+//           and updates its 1/8 of every parameter, then the parameter is all-gathered).
 #include <cmath>
 #include <optional>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "typeshard_contender.hpp"
 
@@ -89,56 +90,27 @@ using mesh_8 = ts::mesh<ts::axis("batch", 8)>;
 using P_batch = ts::spec<"batch", none>;
 using P_rep = ts::spec<none, none>;
 using P_vec = ts::spec<none>;
+// ZeRO-1: device r updates rows [r n/8, (r+1) n/8) of every parameter (the threads program
+// updates the same slices of the flattened parameter; rows of a row-major matrix are those).
+using P_wshard = ts::spec<"batch", none>;
+using P_bshard = ts::spec<"batch">;
 
-// The backward pass's two products with a transposed operand, per block: ts::transpose is a
-// view that the local GEMM reads transposed (BLAS's trans flags), so nothing is copied.
-// a.T . dz: a and dz sharded over the batch (rows); the contraction over the sharded batch
-// leaves each device a partial sum, which psum adds up (the weight gradient, replicated).
-template <class A, class D>
-auto weight_gradient(const A& a, const D& dz) {
-  return ts::shard_map<mesh_8, ts::specs<P_batch, P_batch>, P_rep>(
-      [](const auto& ab, const auto& db) {
-        return ts::psum<"batch">(ts::matmul(ts::transpose(ab), db));
-      })(a, dz);
-}
-
-// dz . W.T: dz sharded over the batch, W replicated: local products, no communication.
-template <class D, class W>
-auto input_gradient(const D& dz, const W& w) {
-  return ts::shard_map<mesh_8, ts::specs<P_batch, P_rep>, P_batch>(
-      [](const auto& db, const auto& wb) { return ts::matmul(db, ts::transpose(wb)); })(dz, w);
-}
-
-// z + b, b broadcast over the rows (b sharded as z's columns: replicated here).
-template <class Z, class B>
-auto add_bias(const Z& z, const B& b) {
-  using S = typename Z::spec;
-  return ts::shard_map<mesh_8, ts::specs<S, typename B::spec>, S>(
-      [](const auto& zb, const auto& bb) {
-        auto out = zb;
-        float* o = out.data();
-        const float* bias = bb.data();
-        const std::size_t cols = zb.extent(1);
-        for (std::size_t i = 0; i < zb.extent(0); ++i)
-          for (std::size_t j = 0; j < cols; ++j) o[i * cols + j] += bias[j];
-        return out;
-      })(z, b);
-}
-
-// The sum over the batch (rows, sharded over "batch"): local sums, psum over "batch".
-template <class Array>
-auto column_sums(const Array& d) {
-  return ts::shard_map<mesh_8, P_batch, P_vec>([](const auto& x) {
-    using block_t = std::remove_cvref_t<decltype(x)>;
-    ts::block<float, 1, mesh_8, block_t::varying> sums(x.context(), {x.extent(1)});
-    float* s = sums.data();
-    const float* in = x.data();
-    const std::size_t cols = x.extent(1);
-    for (std::size_t i = 0; i < x.extent(0); ++i)
-      for (std::size_t j = 0; j < cols; ++j) s[j] += in[i * cols + j];
-    return ts::psum<"batch">(sums);
-  })(d);
-}
+// The loss of seed 002's MLP in the global view: every matmul names its output spec (the
+// batch rows over "batch"), the bias broadcasts over the rows, relu between the layers,
+// loss = (sum over the batch of the squared error) / batch.
+struct mlp_loss {
+  float inv_batch;
+  template <class W0, class B0, class W1, class B1, class W2, class B2, class W3, class B3,
+            class X, class Y>
+  auto operator()(const W0& w0, const B0& b0, const W1& w1, const B1& b1, const W2& w2,
+                  const B2& b2, const W3& w3, const B3& b3, const X& x, const Y& y) const {
+    const auto h1 = ts::relu(ts::matmul<P_batch>(x, w0) + b0);
+    const auto h2 = ts::relu(ts::matmul<P_batch>(h1, w1) + b1);
+    const auto h3 = ts::relu(ts::matmul<P_batch>(h2, w2) + b2);
+    const auto e = (ts::matmul<P_batch>(h3, w3) + b3) - y;
+    return ts::sum(e * e) * inv_batch;
+  }
+};
 
 using matrix_rep =
     decltype(ts::device_put<P_rep>(std::declval<const ts::device_mesh<mesh_8>&>(),
@@ -150,21 +122,19 @@ using matrix_batch =
     decltype(ts::device_put<P_batch>(std::declval<const ts::device_mesh<mesh_8>&>(),
                                      std::declval<const ts::host_tensor<float, 2>&>()));
 
-struct layer {
-  matrix_rep w;
-  vector_rep b;
-};
-
+// One step: the gradients of the 8 parameters by ts::value_and_grad (each typed unreduced
+// over "batch": the batch is sharded, the parameters are not), then ZeRO-1 SGD: each
+// device reduces its shard of every gradient and updates it, and the parameter is
+// all-gathered back to every device.
 class training final : public instance {
  public:
-  explicit training(const params& p) : shape_(p) {
+  explicit training(const params& p) : shape_(p), loss_{1.0f / static_cast<float>(shape_.batch)} {
     for (std::size_t l = 0; l < shape_.layers(); ++l) {
       ts::host_tensor<float, 1> b({shape_.sizes[l + 1]});
       fill(b.data(), b.size(), 20 + l);
-      params_.push_back(
-          {ts::device_put<P_rep>(
-               mesh_, host_matrix(shape_.sizes[l], shape_.sizes[l + 1], 10 + l, shape_.w_scale(l))),
-           ts::device_put<P_vec>(mesh_, b)});
+      w_.push_back(ts::device_put<P_rep>(
+          mesh_, host_matrix(shape_.sizes[l], shape_.sizes[l + 1], 10 + l, shape_.w_scale(l))));
+      b_.push_back(ts::device_put<P_vec>(mesh_, b));
     }
     inputs_.emplace(
         ts::device_put<P_batch>(mesh_, host_matrix(shape_.batch, shape_.sizes.front(), 1)));
@@ -173,10 +143,15 @@ class training final : public instance {
   }
 
   void run() override {
-    std::vector<layer> next = params_;  // shares the shards; step() replaces every layer
-    step<0>(*inputs_, next);
-    params_ = std::move(next);
-    sampled_ = true;
+    auto [loss, g] = ts::value_and_grad<0, 1, 2, 3, 4, 5, 6, 7>(loss_)(
+        w_[0], b_[0], w_[1], b_[1], w_[2], b_[2], w_[3], b_[3], *inputs_, *targets_);
+    (void)loss;
+    if (!sampled_) {  // the warm-up only (not timed): the first step's dW, all-reduced
+      dw_samples_[0] = sample_array(ts::reshard<P_rep>(std::get<0>(g)));
+      dw_samples_[3] = sample_array(ts::reshard<P_rep>(std::get<6>(g)));
+      sampled_ = true;
+    }
+    update(std::make_index_sequence<4>{}, g);
   }
 
   std::vector<double> check() override {  // the warm-up's (the first step's) dW samples
@@ -186,37 +161,24 @@ class training final : public instance {
     return out;
   }
   std::string info() override {
-    return gemm_info() + "forward: global matmul<P(batch, None)>; backward: shard_map with "
-           "psum<batch>(matmul(transpose(a), dz)) and matmul(dz, transpose(W))";
+    return gemm_info() + "ts::value_and_grad of the global-view loss (matmul<P(batch, None)>, "
+           "+ bias, relu); ts::zero_sgd_update<P(batch, ...)> (ZeRO-1: fused reduce-scatter + "
+           "update, all-gather)";
   }
 
  private:
-  // Layer I forward and backward; returns d loss / d (layer I's input) for I > 0.
-  template <std::size_t I>
-  matrix_batch step(const matrix_batch& in, std::vector<layer>& next) {
-    const layer& L = params_[I];
-    const auto z = add_bias(ts::matmul<P_batch>(in, L.w), L.b);
-    const matrix_batch dz = [&] {
-      if constexpr (I == 3) {
-        return (z - *targets_) * (2.0f / static_cast<float>(shape_.batch));
-      } else {
-        const matrix_batch da = step<I + 1>(ts::relu(z), next);
-        return ts::zip(da, z, [](float g, float v) { return v > 0.0f ? g : 0.0f; });
-      }
-    }();
-    const auto dW = weight_gradient(in, dz);  // psum over "batch"
-    if (!sampled_) dw_samples_[I] = sample_array(dW);      // the warm-up only: not timed
-    const auto db = column_sums(dz);
-    next[I] = layer{L.w - dW * shape_.step, L.b - db * shape_.step};
-    if constexpr (I > 0)
-      return input_gradient(dz, L.w);
-    else
-      return dz;  // unused: the inputs need no gradient
+  template <std::size_t... L, class Grads>
+  void update(std::index_sequence<L...>, const Grads& g) {
+    ((w_[L] = ts::zero_sgd_update<P_wshard>(w_[L], std::get<2 * L>(g), shape_.step),
+      b_[L] = ts::zero_sgd_update<P_bshard>(b_[L], std::get<2 * L + 1>(g), shape_.step)),
+     ...);
   }
 
   mlp_shape shape_;
+  mlp_loss loss_;
   ts::device_mesh<mesh_8> mesh_{devices()};
-  std::vector<layer> params_;
+  std::vector<matrix_rep> w_;
+  std::vector<vector_rep> b_;
   std::optional<matrix_batch> inputs_, targets_;
   std::vector<double> dw_samples_[4];
   bool sampled_ = false;

@@ -1,8 +1,11 @@
-// ts::zero_sgd_update and ts::zero_adam_update (ZeRO-1: the gradient reduce-scattered over
-// "data", the update and Adam's moments on each device's shard, the parameter all-gathered
-// back) on the 4x2 mesh, three steps of a data-parallel linear model trained with
-// ts::value_and_grad, against the same optimizer written serially on the host from the
-// all-reduced gradient (double). Uneven shards: 6 rows over 4 devices.
+// ts::zero_sgd_update and ts::zero_adam_update (ZeRO-1, fused: each device reduces its shard
+// of the gradient and updates it in one pass, then the parameter is all-gathered) on the
+// (2,2) and (2,4) meshes ("data", "model"): three steps of a data-parallel model
+// tanh(X W + b) trained with ts::value_and_grad, against the same optimizer written serially
+// on the host from the all-reduced gradient (double). Even and uneven extents (rows of W and
+// entries of b that do not divide over the shards, some shards empty), the update sharded
+// over "data" (the axis the gradient is unreduced over: a psum_scatter) and over "model"
+// (an all-reduce over "data", then each device's slice). Value-level: one template per mesh.
 #include "grad_check.hpp"
 
 namespace {
@@ -10,55 +13,120 @@ namespace {
 using namespace grad_test;
 using ts::none;
 
-using mesh_4x2 = ts::mesh<ts::axis("data", 4), ts::axis("model", 2)>;
-
-const auto linear_loss = [](auto w, auto x, auto y) {
-  auto e = ts::tanh(ts::matmul(x, w)) - y;
+const auto affine_loss = [](auto w, auto b, auto x, auto y) {
+  auto e = ts::tanh(ts::matmul(x, w) + b) - y;
   return ts::mean(e * e);
 };
 
-TEST_CASE("grad: ZeRO-1 SGD and Adam match the serial optimizers", "[grad]") {
-  ts::cpu_devices devices{8};
-  const ts::device_mesh<mesh_4x2> m{devices};
-  const auto X = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{8, 6}, 1));
-  const auto Y = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{8, 3}, 2));
-  using shard = ts::spec<"data", none>;  // the update's sharding: rows over "data"
-  using replicated2 = ts::spec<none, none>;
-  auto w_host = random_tensor(ts::shape<2>{6, 3}, 3);
+enum class optimizer { sgd, adam };
 
-  SECTION("SGD") {
-    auto W = ts::device_put<replicated2>(m, w_host);
-    for (int step = 0; step < 3; ++step) {
-      const auto g = ts::grad(linear_loss)(W, X, Y);
-      STATIC_REQUIRE(std::is_same_v<decltype(g)::unreduced_type, ts::unreduced<"data">>);
-      const auto gh = host_of(g);
-      W = ts::zero_sgd_update<shard>(W, g, 0.5);
-      for (std::size_t k = 0; k < w_host.size(); ++k) w_host.data()[k] -= 0.5 * gh.data()[k];
-      const auto wh = ts::to_host(W);
-      for (std::size_t k = 0; k < w_host.size(); ++k) CHECK(close(wh.data()[k], w_host.data()[k], 1e-12));
+// The serial optimizers, on the host, in double.
+struct serial_adam {
+  std::vector<double> m, v;
+  void step(std::vector<double>& w, const std::vector<double>& g, int t, const ts::adam_options& o) {
+    m.resize(w.size(), 0);
+    v.resize(w.size(), 0);
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      m[k] = o.beta1 * m[k] + (1 - o.beta1) * g[k];
+      v[k] = o.beta2 * v[k] + (1 - o.beta2) * g[k] * g[k];
+      const double mh = m[k] / (1 - std::pow(o.beta1, t));
+      const double vh = v[k] / (1 - std::pow(o.beta2, t));
+      w[k] -= o.lr * mh / (std::sqrt(vh) + o.eps);
     }
   }
-  SECTION("Adam") {
-    auto W = ts::device_put<replicated2>(m, w_host);
-    auto state = ts::zero_adam_init<shard>(W);
-    STATIC_REQUIRE(std::is_same_v<decltype(state.m)::spec, ts::spec<"data", none>>);
-    const ts::adam_options o{.lr = 0.05};
-    std::vector<double> mm(w_host.size(), 0), vv(w_host.size(), 0);
-    for (int step = 1; step <= 3; ++step) {
-      const auto g = ts::grad(linear_loss)(W, X, Y);
-      const auto gh = host_of(g);
-      W = ts::zero_adam_update(W, g, state, o);
-      for (std::size_t k = 0; k < w_host.size(); ++k) {
-        mm[k] = o.beta1 * mm[k] + (1 - o.beta1) * gh.data()[k];
-        vv[k] = o.beta2 * vv[k] + (1 - o.beta2) * gh.data()[k] * gh.data()[k];
-        const double mh = mm[k] / (1 - std::pow(o.beta1, step));
-        const double vh = vv[k] / (1 - std::pow(o.beta2, step));
-        w_host.data()[k] -= o.lr * mh / (std::sqrt(vh) + o.eps);
-      }
-      const auto wh = ts::to_host(W);
-      for (std::size_t k = 0; k < w_host.size(); ++k) CHECK(close(wh.data()[k], w_host.data()[k], 1e-12));
+};
+
+template <class A>
+std::vector<double> values(const A& a) {
+  const auto h = host_of(a);
+  return std::vector<double>(h.data(), h.data() + h.size());
+}
+
+template <class A>
+void check_equal(const A& a, const std::vector<double>& want) {
+  const auto got = values(a);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) CHECK(close(got[k], want[k], 1e-12));
+}
+
+// Three steps of `opt` with W [rows, 3] and b [3] replicated, the batch over "data", the
+// update sharded by WShard / BShard.
+template <class Mesh, class WShard, class BShard>
+void train(const ts::device_mesh<Mesh>& m, std::size_t rows, optimizer opt) {
+  INFO("rows " << rows << (opt == optimizer::sgd ? ", SGD" : ", Adam") << ", W update "
+               << WShard::to_string());
+  const auto X = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{8, rows}, 1));
+  const auto Y = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{8, 3}, 2));
+  const auto wh = random_tensor(ts::shape<2>{rows, 3}, 3);
+  const auto bh = random_tensor(ts::shape<1>{3}, 4);
+  auto W = ts::device_put<ts::spec<none, none>>(m, wh);
+  auto B = ts::device_put<ts::spec<none>>(m, bh);
+  std::vector<double> w(wh.data(), wh.data() + wh.size()), b(bh.data(), bh.data() + bh.size());
+  auto w_state = ts::zero_adam_init<WShard>(W);
+  auto b_state = ts::zero_adam_init<BShard>(B);
+  STATIC_REQUIRE(std::is_same_v<typename decltype(w_state.m)::spec, WShard>);
+  serial_adam w_serial, b_serial;
+  const ts::adam_options o{.lr = 0.05};
+  const double lr = 0.5;
+  for (int t = 1; t <= 3; ++t) {
+    INFO("step " << t);
+    auto [gw, gb] = ts::grad<0, 1>(affine_loss)(W, B, X, Y);
+    STATIC_REQUIRE(std::is_same_v<typename decltype(gw)::unreduced_type, ts::unreduced<"data">>);
+    const auto gw_h = values(ts::reshard<ts::spec<none, none>>(gw));
+    const auto gb_h = values(ts::reshard<ts::spec<none>>(gb));
+    if (opt == optimizer::sgd) {
+      W = ts::zero_sgd_update<WShard>(W, gw, lr);
+      B = ts::zero_sgd_update<BShard>(B, gb, lr);
+      for (std::size_t k = 0; k < w.size(); ++k) w[k] -= lr * gw_h[k];
+      for (std::size_t k = 0; k < b.size(); ++k) b[k] -= lr * gb_h[k];
+    } else {
+      W = ts::zero_adam_update(W, gw, w_state, o);
+      B = ts::zero_adam_update(B, gb, b_state, o);
+      w_serial.step(w, gw_h, t, o);
+      b_serial.step(b, gb_h, t, o);
+      check_equal(ts::reshard<ts::spec<none, none>>(w_state.m), w_serial.m);
+      check_equal(ts::reshard<ts::spec<none>>(b_state.v), b_serial.v);
     }
+    check_equal(W, w);
+    check_equal(B, b);
   }
+}
+
+template <class Mesh>
+void train_all(std::size_t devices) {
+  ts::cpu_devices pool{devices};
+  const ts::device_mesh<Mesh> m{pool};
+  for (std::size_t rows : {8, 6, 3})  // even on every mesh; uneven; fewer rows than shards
+    for (optimizer opt : {optimizer::sgd, optimizer::adam}) {
+      train<Mesh, ts::spec<"data", none>, ts::spec<"data">>(m, rows, opt);
+      train<Mesh, ts::spec<"model", none>, ts::spec<"model">>(m, rows, opt);
+    }
+}
+
+TEST_CASE("grad: fused ZeRO-1 SGD and Adam match the serial optimizers on (2,2) and (2,4)",
+          "[grad]") {
+  train_all<ts::mesh<ts::axis("data", 2), ts::axis("model", 2)>>(4);
+  train_all<ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>>(8);
+}
+
+TEST_CASE("grad: the ZeRO-1 step's plan: reduce-scatter, local shard, all-gather", "[grad]") {
+  using mesh = ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>;
+  using W = ts::sharded_array<float, mesh, ts::spec<none, none>, ts::extents<8, 3>>;
+  using G = ts::sharded_array<float, mesh, ts::spec<none, none>, ts::extents<8, 3>,
+                              ts::unreduced<"data">>;
+  using plan = ts::zero_update_plan_for<W, ts::spec<"data", none>, G>;
+  STATIC_REQUIRE(plan::valid);
+  STATIC_REQUIRE(plan::reduce_scatter::steps.size() == 1);
+  STATIC_REQUIRE(plan::reduce_scatter::steps[0].kind == ts::step_kind::psum_scatter);
+  STATIC_REQUIRE(!plan::slice::communicates);  // the parameter is replicated: a local slice
+  STATIC_REQUIRE(plan::all_gather::steps[0].kind == ts::step_kind::all_gather);
+  const std::string d = plan::describe();
+  INFO(d);
+  CHECK(d.find("psum_scatter") != std::string::npos);
+  CHECK(d.find("all_gather") != std::string::npos);
+  // sharded over "model" instead: the gradient is all-reduced over "data" (a psum)
+  using over_model = ts::zero_update_plan_for<W, ts::spec<"model", none>, G>;
+  CHECK(over_model::describe().find("psum") != std::string::npos);
 }
 
 }  // namespace

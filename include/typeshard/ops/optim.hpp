@@ -5,25 +5,33 @@
 //   W = ts::zero_sgd_update<ts::spec<"data", ts::none>>(W, g, 0.1f);
 //   auto state = ts::zero_adam_init<ts::spec<"data", ts::none>>(W);   // moments: 1/4 each
 //   W = ts::zero_adam_update(W, g, state, {.lr = 1e-3});
+//   std::cout << ts::zero_update_plan_for<decltype(W), ts::spec<"data", ts::none>,
+//                                         decltype(g)>::describe();
 //
 // ShardSpec is how the update is sharded: a spec of the parameter's rank over the axes the
 // gradient is unreduced over (ZeRO: each device updates 1/N of the parameter). One step is
-//   1. the gradient reduce-scattered to ShardSpec (ts::reshard: psum_scatter, typed),
-//   2. the parameter sliced to ShardSpec (no communication: it is replicated there),
-//   3. the update on the shard only (Adam's moments live there, 1/N of the memory),
-//   4. the parameter all-gathered back to its own spec (ts::reshard).
+// one pass per device (plan/grad_plan.hpp's zero_update_plan, run by ops/detail/zero_step.hpp):
+//   1. the device's shard of the gradient reduced (the reshard plan's psum_scatter) into a
+//      block of its own (no reduced-gradient array in the global view),
+//   2. the parameter's shard read where it is (no communication: it is replicated there),
+//   3. the update computed on the shard only, over the reduced gradient's block (Adam's
+//      moments live there, 1/N of the memory),
+//   4. the parameter all-gathered back to its own spec (the reshard plan's all_gather),
 // against DDP's all-reduce and every device updating every element. Any ShardSpec works (a
 // gradient unreduced over axes ShardSpec does not shard over is all-reduced over them: the
-// reshard plan says so); the parameter must be fully reduced.
+// plan says so); the parameter must be fully reduced.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 #include <type_traits>
+#include <vector>
 
 #include "../array/sharded_array.hpp"
 #include "../core/spec.hpp"
+#include "../plan/grad_plan.hpp"
 #include "detail/grad_tape.hpp"
+#include "detail/zero_step.hpp"
 #include "elementwise.hpp"
 #include "reshard.hpp"
 
@@ -36,13 +44,28 @@ using update_shard_t =
                   typename detail::padded_spec<ShardSpec, Param::rank>::type,
                   typename Param::extents_type>;
 
-// zero_sgd_update<ShardSpec>(w, g, lr): w - lr * g, computed on ShardSpec's shards.
+// zero_update_plan_for<Param, ShardSpec, Grad>: the plan one ZeRO-1 step of Param runs
+// (plan/grad_plan.hpp): its reduce_scatter, slice and all_gather parts, and describe().
+template <class Param, spec_type ShardSpec, class Grad>
+using zero_update_plan_for =
+    zero_update_plan<typename Param::mesh_type, typename Param::spec,
+                     typename update_shard_t<Param, ShardSpec>::spec,
+                     typename Param::extents_type, typename Grad::unreduced_type,
+                     typename Grad::spec>;
+
+// zero_sgd_update<ShardSpec>(w, g, lr): w - lr * g, computed on ShardSpec's shards in one
+// pass per device (the reduce-scatter of g fused with the update), then all-gathered.
 template <spec_type ShardSpec, sharded_array_type P, sharded_array_type G>
 P zero_sgd_update(const P& param, const G& grad, typename P::value_type lr) {
-  using S = update_shard_t<P, ShardSpec>;
-  const S g = detail::retype<S>(reshard<typename S::spec>(grad));  // reduce-scatter
-  const S w = detail::retype<S>(reshard<typename S::spec>(param));  // a local slice
-  return detail::retype<P>(reshard<typename P::spec>(detail::retype<S>(w - g * lr)));
+  using plan = zero_update_plan_for<P, ShardSpec, G>;
+  using T = typename P::value_type;
+  if constexpr (!plan::valid) {
+    return param;  // the plan's diagnostic fired; stop here so nothing cascades
+  } else {
+    return detail::zero_step<plan>(param, grad, [lr](std::size_t, T* g, const T* w, std::size_t n) {
+      for (std::size_t k = 0; k < n; ++k) g[k] = w[k] - lr * g[k];
+    });
+  }
 }
 
 struct adam_options {
@@ -69,24 +92,47 @@ zero_adam_state<P, ShardSpec> zero_adam_init(const P& param) {
   return {zeros, zeros, 0};
 }
 
-// zero_adam_update(w, g, state, options): one Adam step (bias-corrected), on the shards.
+// zero_adam_update(w, g, state, options): one Adam step (bias-corrected) on the shards, in
+// one pass per device: the reduced gradient shard, the moments and the parameter shard are
+// read once, the new moments and the new parameter shard written once, then all-gathered.
 template <sharded_array_type P, class ShardSpec, sharded_array_type G>
 P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
                    const adam_options& o = {}) {
   using S = update_shard_t<P, ShardSpec>;
   using T = typename P::value_type;
-  const S g = detail::retype<S>(reshard<typename S::spec>(grad));   // reduce-scatter
-  const S w = detail::retype<S>(reshard<typename S::spec>(param));  // a local slice
-  ++state.step;
-  const T b1 = T(o.beta1), b2 = T(o.beta2);
-  state.m = detail::retype<S>(state.m * b1 + g * (T(1) - b1));
-  state.v = detail::retype<S>(state.v * b2 + (g * g) * (T(1) - b2));
-  const T c1 = T(1) - T(std::pow(o.beta1, double(state.step)));
-  const T c2 = T(1) - T(std::pow(o.beta2, double(state.step)));
-  const T lr = T(o.lr), eps = T(o.eps);
-  const S step = detail::retype<S>(
-      zip(state.m, state.v, [=](T m, T v) { return lr * (m / c1) / (std::sqrt(v / c2) + eps); }));
-  return detail::retype<P>(reshard<typename P::spec>(detail::retype<S>(w - step)));  // all-gather
+  using M = typename P::mesh_type;
+  using plan = zero_update_plan_for<P, ShardSpec, G>;
+  if constexpr (!plan::valid) {
+    return param;  // the plan's diagnostic fired; stop here so nothing cascades
+  } else {
+    ++state.step;
+    const T b1 = T(o.beta1), b2 = T(o.beta2);
+    const T c1 = T(1) - T(std::pow(o.beta1, double(state.step)));
+    const T c2 = T(1) - T(std::pow(o.beta2, double(state.step)));
+    const T lr = T(o.lr), eps = T(o.eps);
+    // New moment blocks (the old ones may be shared: zero_adam_init gives m and v one zero
+    // block), written in the same pass.
+    std::vector<detail::buffer<T>> m_out(M::size), v_out(M::size);
+    const auto update = [&](std::size_t p, T* g, const T* w, std::size_t n) {
+      const T* m = state.m.local_data(p).data();
+      const T* v = state.v.local_data(p).data();
+      detail::buffer<T> mn(n), vn(n);
+      for (std::size_t k = 0; k < n; ++k) {
+        const T gk = g[k];
+        const T mk = m[k] * b1 + gk * (T(1) - b1);
+        const T vk = v[k] * b2 + (gk * gk) * (T(1) - b2);
+        mn.data()[k] = mk;
+        vn.data()[k] = vk;
+        g[k] = w[k] - lr * (mk / c1) / (std::sqrt(vk / c2) + eps);
+      }
+      m_out[p] = std::move(mn);
+      v_out[p] = std::move(vn);
+    };
+    P next = detail::zero_step<plan>(param, grad, update);
+    state.m = S(adopt_shards, param.device_mesh(), param.extents(), std::move(m_out));
+    state.v = S(adopt_shards, param.device_mesh(), param.extents(), std::move(v_out));
+    return next;
+  }
 }
 
 }  // namespace typeshard

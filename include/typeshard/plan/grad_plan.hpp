@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstddef>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -43,6 +44,7 @@
 #include "../core/unreduced.hpp"
 #include "detail/einsum_subscripts.hpp"
 #include "einsum_plan.hpp"
+#include "reshard_plan.hpp"
 
 namespace typeshard {
 
@@ -234,6 +236,46 @@ struct einsum_grad_plans {
   static constexpr einsum_subscripts rhs_subscripts = einsum_rhs_transpose<S>;
   using lhs_plan = einsum_plan_for<lhs_subscripts, CotOut, B>;
   using rhs_plan = einsum_plan_for<rhs_subscripts, CotOut, A>;
+};
+
+// zero_update_plan<Mesh, ParamSpec, ShardSpec, Extents, GradUnreduced, GradSpec>: what one
+// ZeRO-1 step (ts::zero_sgd_update, ts::zero_adam_update in ops/optim.hpp) runs on a
+// parameter of spec ParamSpec whose gradient (spec GradSpec, ParamSpec as ts::grad gives
+// it) is unreduced over GradUnreduced, its update sharded by ShardSpec. Every device, in
+// one pass over its shard:
+//   1. reduce_scatter: its shard of the gradient, reduced (the plan's psum_scatter; axes
+//      the gradient is unreduced over that ShardSpec does not shard over are all-reduced);
+//   2. slice: its shard of the parameter (no communication when ParamSpec replicates it
+//      over ShardSpec's axes; read in place when the shard is contiguous in its block);
+//   3. the update of that shard (and of Adam's moments, which live there), written over
+//      the reduced gradient's buffer: no reduced-gradient array exists in the global view;
+//   4. all_gather: the updated shards back to ParamSpec.
+// Each part is a reshard plan, inspectable alone; describe() prints them in order.
+template <class Mesh, spec_type ParamSpec, spec_type ShardSpec, class Extents,
+          unreduced_type GradUnreduced, spec_type GradSpec = ParamSpec>
+struct zero_update_plan {
+  using reduce_scatter = reshard_plan<Mesh, GradSpec, ShardSpec, Extents, GradUnreduced>;
+  using slice = reshard_plan<Mesh, ParamSpec, ShardSpec, Extents>;
+  using all_gather = reshard_plan<Mesh, ShardSpec, ParamSpec, Extents>;
+  // Checked in order, so that one mistake fires one diagnostic.
+  static constexpr bool valid = [] {
+    if constexpr (!reduce_scatter::valid)
+      return false;
+    else if constexpr (!slice::valid)
+      return false;
+    else
+      return all_gather::valid;
+  }();
+  static std::string describe() {
+    // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
+    std::string out = "ZeRO-1 update, fused per device:\n1. the gradient's shard, reduced: ";
+    out.append(reduce_scatter::describe());
+    out.append("\n2. the parameter's shard: ").append(slice::describe());
+    out.append("\n3. the update on the shard, written over the reduced gradient's block "
+               "(one pass; no global reduced-gradient array)");
+    out.append("\n4. the parameter back: ").append(all_gather::describe());
+    return out;
+  }
 };
 
 }  // namespace typeshard

@@ -8,7 +8,8 @@
 // read transposed by the GEMM) is read in place; otherwise one strided copy permutes it,
 // and that copy also adds up a summed letter (one operand only, not in the output). The
 // product [batch, I, K] is written straight into the output block when the output's letter
-// order is that one, else permuted into it by one more copy.
+// order is that one (or [batch, K, I]: the product with the operands swapped), else permuted
+// into it by one more copy.
 #pragma once
 
 #include <array>
@@ -198,9 +199,19 @@ void local_einsum(const einsum_equation& eq, const T* a_data, const shape<R>& a_
     a_sums = a_sums || eq.role(eq.lhs[l]) == einsum_role::lhs_summed;
   for (std::size_t r = 0; r < eq.rhs_rank; ++r)
     b_sums = b_sums || eq.role(eq.rhs[r]) == einsum_role::rhs_summed;
+  // An output laid out [b, k, i] (e.g. the weight gradient "bh,bd->dh") is the product
+  // with the operands swapped, C^T = B^T A^T, written in place: no transposing copy.
+  std::array<std::size_t, R> c_swapped{};
+  for (std::size_t o = 0; o < eq.out_rank; ++o) {
+    const einsum_role role = eq.role(eq.out[o]);
+    c_swapped[o] = role == einsum_role::lhs_free   ? g.c[o] / g.nk
+                   : role == einsum_role::rhs_free ? g.c[o] * g.ni
+                                                   : g.c[o];
+  }
   const bool direct_out = has_strides(c_loc, g.c);
-  buffer<T> c_tmp(direct_out ? 0 : c_count);
-  T* c = direct_out ? out : c_tmp.data();
+  const bool swapped_out = !direct_out && has_strides(c_loc, c_swapped);
+  buffer<T> c_tmp(direct_out || swapped_out ? 0 : c_count);
+  T* c = direct_out || swapped_out ? out : c_tmp.data();
   if (g.nj == 0) {
     for (std::size_t e = 0; e < c_count; ++e) c[e] = T(0);
   } else {
@@ -211,11 +222,18 @@ void local_einsum(const einsum_equation& eq, const T* a_data, const shape<R>& a_
     const kernels::gemm_ops ops{a.transposed, b.transposed};
     const std::size_t lda = a.transposed ? g.ni : g.nj;
     const std::size_t ldb = b.transposed ? g.nj : g.nk;
-    for (std::size_t t = 0; t < g.nb; ++t)
-      kernels::gemm<T>(g.ni, g.nk, g.nj, a.data + t * g.ni * g.nj, lda, b.data + t * g.nj * g.nk,
-                       ldb, c + t * g.ni * g.nk, g.nk, false, ops);
+    if (swapped_out) {
+      const kernels::gemm_ops swapped{!b.transposed, !a.transposed};
+      for (std::size_t t = 0; t < g.nb; ++t)
+        kernels::gemm<T>(g.nk, g.ni, g.nj, b.data + t * g.nj * g.nk, ldb,
+                         a.data + t * g.ni * g.nj, lda, c + t * g.ni * g.nk, g.ni, false, swapped);
+    } else {
+      for (std::size_t t = 0; t < g.nb; ++t)
+        kernels::gemm<T>(g.ni, g.nk, g.nj, a.data + t * g.ni * g.nj, lda,
+                         b.data + t * g.nj * g.nk, ldb, c + t * g.ni * g.nk, g.nk, false, ops);
+    }
   }
-  if (!direct_out) strided_read(c, g.c, c_loc, out);
+  if (!direct_out && !swapped_out) strided_read(c, g.c, c_loc, out);
 }
 
 }  // namespace typeshard::detail
