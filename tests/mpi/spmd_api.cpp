@@ -281,3 +281,31 @@ TEST_CASE("a device mesh over some of the ranks", "[mpi][api]") {
   if (n == 4) check(ts::mesh<ts::axis("x", 2)>{});
   if (n == 2) check(ts::mesh<ts::axis("x", 1)>{});
 }
+
+TEST_CASE("a communication report lists this rank's device's collectives", "[mpi][api]") {
+  // The same program as on the thread pool, seen from each rank: its device's position, the
+  // plan's collectives, and to_host's gather (the thread pool copies in place instead).
+  const std::size_t n = static_cast<std::size_t>(mpi_test::size());
+  std::mt19937_64 rng(mpi_test::shared_seed());
+  const auto host = random_tensor<int>(ts::shape<2>{8, 4}, rng);
+  auto check = [&](auto mesh_tag) {
+    using Mesh = decltype(mesh_tag);
+    ts::device_mesh<Mesh> m{mpi_test::devices()};
+    const auto a = ts::device_put<ts::spec<"x", ts::none>>(m, host);
+    ts::communication_recorder rec;
+    const auto b = ts::reshard<ts::spec<ts::none, ts::none>>(a);  // all_gather over x
+    const auto h = ts::to_host(a);                               // all_gather "to_host"
+    const ts::communication_report r = rec.report();
+    INFO(r);
+    REQUIRE(r.position() == static_cast<std::size_t>(mpi_test::rank()));
+    REQUIRE(r.devices_observed() == 1);
+    REQUIRE(r.size() == 2);
+    REQUIRE(r.count(ts::step_kind::all_gather, "x") == 1);
+    REQUIRE(r.collectives()[0].block_bytes == 8 * 4 * sizeof(int));
+    REQUIRE(r.collectives()[1].axes == "to_host");
+    REQUIRE(h == host);
+    check_shards(b, host);
+  };
+  if (n == 4) check(ts::mesh<ts::axis("x", 4)>{});
+  if (n == 2) check(ts::mesh<ts::axis("x", 2)>{});
+}

@@ -286,7 +286,7 @@ void gather_to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a,
   }
   for_each_position(m, [&](std::size_t p) {
     buffer<T> all(total);
-    b.all_gather(collective_group{everyone, p}, element_type_of<T>, a.local_data(p).data(),
+    b.all_gather(collective_group{everyone, p, {}, "to_host"}, element_type_of<T>, a.local_data(p).data(),
                  all.data(), 1, counts);
     if (p != first) return;
     for (std::size_t q = 0; q < Mesh::size; ++q) {
@@ -319,7 +319,7 @@ void broadcast_to_host(const device_mesh<Mesh>& m, host_tensor<T, Rank>& out) {
   counts[source] = host_tensor<T, Rank>::element_count(out.extents());
   b.run(std::span<const device_id>(all), [&](std::size_t p) {
     buffer<T> received(counts[source]);
-    b.all_gather(collective_group{members, p}, element_type_of<T>,
+    b.all_gather(collective_group{members, p, {}, "to_host broadcast"}, element_type_of<T>,
                  p == source ? out.data() : nullptr, received.data(), 1, counts);
     if (p != source && counts[source] != 0)
       std::memcpy(out.data(), received.data(), counts[source] * sizeof(T));

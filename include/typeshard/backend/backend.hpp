@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "../core/config.hpp"
+#include "../core/detail/axis_name.hpp"
 #include "detail/function_ref.hpp"
 
 namespace typeshard {
@@ -97,9 +98,13 @@ enum class reduce_op : unsigned char { sum, max, min };
 // indices into the device list of the current run() (the i of body(i)), in group-rank
 // order; members[rank] is the calling device. Groups of one call partition the devices
 // that take part (for a mesh axis: the devices that share every other coordinate).
+// `axes` (the mesh axes of the group) and `purpose` (what a group over no axes is for) do
+// not change what the collective does: they label it in a communication report.
 struct collective_group {
   std::span<const std::size_t> members;
   std::size_t rank = 0;
+  std::span<const detail::axis_name> axes = {};
+  const char* purpose = nullptr;
 
   std::size_t size() const { return members.size(); }
 };

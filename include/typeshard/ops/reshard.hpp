@@ -138,7 +138,7 @@ auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target) {
       const std::size_t q = target_pos[p];  // the target position this device holds
       detail::buffer<T> block(host_tensor<T, Rank>::element_count(here.local_shape(q)));
       const std::span<const T> mine = here.local_data(p);
-      b.permute(collective_group{everyone, p}, element_type_of<T>, mine.data(), mine.size(),
+      b.permute(collective_group{everyone, p, {}, "move to other devices"}, element_type_of<T>, mine.data(), mine.size(),
                 source_pos[p], block.data(), block.size(), q);
       out[q] = std::move(block);
     });

@@ -2,6 +2,7 @@
 // Included by backend.hpp (header-only) or compiled once into typeshard::runtime.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "../../core/errors.hpp"
 #include "../backend.hpp"
+#include "../collective_observer.hpp"
 
 namespace typeshard {
 
@@ -67,6 +69,61 @@ inline void check_counts(const collective_group& g, std::span<const std::size_t>
                       std::to_string(g.size()));
 }
 
+// Times one device's part in a collective and reports it to the installed observer, if
+// any, when the collective has returned (a collective that throws is not reported).
+class collective_watch {
+ public:
+  collective_watch(collective_kind kind, reduce_op op, const collective_group& g,
+                   std::size_t block_bytes, std::size_t bytes_received)
+      : observer_(installed_collective_observer.load(std::memory_order_acquire)),
+        group_(g),
+        kind_(kind),
+        op_(op),
+        block_bytes_(block_bytes),
+        bytes_received_(bytes_received) {
+    if (observer_ != nullptr) start_ = std::chrono::steady_clock::now();
+  }
+
+  void finished() const {
+    if (observer_ == nullptr) return;
+    collective_event e;
+    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    e.kind = kind_;
+    e.op = op_;
+    for (const axis_name& a : group_.axes) {
+      if (!e.axes.empty()) e.axes += ',';
+      e.axes.append(a.chars, a.length);
+    }
+    if (e.axes.empty() && group_.purpose != nullptr) e.axes = group_.purpose;
+    e.position = group_.members[group_.rank];
+    e.group_size = group_.size();
+    e.block_bytes = block_bytes_;
+    e.bytes_received = bytes_received_;
+    observer_->observe(e);
+  }
+
+ private:
+  collective_observer* observer_;
+  const collective_group& group_;
+  collective_kind kind_;
+  reduce_op op_;
+  std::size_t block_bytes_;
+  std::size_t bytes_received_;
+  std::chrono::steady_clock::time_point start_{};
+};
+
+// The sum of a collective's per-member counts.
+inline std::size_t sum_of(std::span<const std::size_t> counts) {
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  return total;
+}
+
+// (n - 1) / n of `bytes`: what a member of n receives of a block in a ring algorithm.
+inline std::size_t ring_share(std::size_t bytes, std::size_t n) {
+  return n == 0 ? 0 : bytes / n * (n - 1) + bytes % n * (n - 1) / n;
+}
+
 }  // namespace detail
 
 TYPESHARD_RUNTIME_DECL void backend::run(std::span<const device_id> devices,
@@ -85,8 +142,12 @@ TYPESHARD_RUNTIME_DECL void backend::all_gather(const collective_group& g, eleme
                                                 std::span<const std::size_t> counts) {
   check_group(g);
   detail::check_counts(g, counts, "all_gather");
+  const std::size_t gathered = rows * detail::sum_of(counts) * t.size;
+  const detail::collective_watch watch(collective_kind::all_gather, reduce_op::sum, g, gathered,
+                                       gathered - rows * counts[g.rank] * t.size);
   do_all_gather(g, t, send, recv, rows, counts,
                 detail::collective_signature({1, detail::signature_code(t), rows}, counts));
+  watch.finished();
 }
 
 TYPESHARD_RUNTIME_DECL void backend::reduce_scatter(const collective_group& g, element_type t,
@@ -97,9 +158,13 @@ TYPESHARD_RUNTIME_DECL void backend::reduce_scatter(const collective_group& g, e
   detail::check_reducible(t, op);
   detail::check_counts(g, counts, "reduce_scatter");
   const std::size_t o = static_cast<std::size_t>(op);
+  const std::size_t block = rows * detail::sum_of(counts) * t.size;
+  const detail::collective_watch watch(collective_kind::reduce_scatter, op, g, block,
+                                       detail::ring_share(block, g.size()));
   do_reduce_scatter(
       g, t, op, send, recv, rows, counts,
       detail::collective_signature({2, detail::signature_code(t), o, rows}, counts));
+  watch.finished();
 }
 
 TYPESHARD_RUNTIME_DECL void backend::all_reduce(const collective_group& g, element_type t,
@@ -108,8 +173,11 @@ TYPESHARD_RUNTIME_DECL void backend::all_reduce(const collective_group& g, eleme
   check_group(g);
   detail::check_reducible(t, op);
   const std::size_t o = static_cast<std::size_t>(op);
+  const detail::collective_watch watch(collective_kind::all_reduce, op, g, count * t.size,
+                                       2 * detail::ring_share(count * t.size, g.size()));
   do_all_reduce(g, t, op, send, recv, count,
                 detail::collective_signature({3, detail::signature_code(t), o, count}));
+  watch.finished();
 }
 
 TYPESHARD_RUNTIME_DECL void backend::all_to_all(const collective_group& g, element_type t,
@@ -121,9 +189,13 @@ TYPESHARD_RUNTIME_DECL void backend::all_to_all(const collective_group& g, eleme
     throw usage_error("typeshard: internal: all_to_all pieces of " +
                       std::to_string(send_pieces.elements()) + " and " +
                       std::to_string(recv_pieces.elements()) + " elements");
+  const std::size_t block = send_pieces.elements() * g.size() * t.size;
+  const detail::collective_watch watch(collective_kind::all_to_all, reduce_op::sum, g, block,
+                                       detail::ring_share(block, g.size()));
   do_all_to_all(g, t, send, recv, send_pieces, recv_pieces,
                 detail::collective_signature(
                     {4, detail::signature_code(t), send_pieces.elements()}));
+  watch.finished();
 }
 
 TYPESHARD_RUNTIME_DECL void backend::permute(const collective_group& g, element_type t,
@@ -135,8 +207,12 @@ TYPESHARD_RUNTIME_DECL void backend::permute(const collective_group& g, element_
       (recv_from != no_peer && recv_from >= g.size()))
     throw usage_error("typeshard: permute: a peer rank is outside the group of " +
                       std::to_string(g.size()) + " members");
+  const detail::collective_watch watch(collective_kind::permute, reduce_op::sum, g,
+                                       send_count * t.size,
+                                       recv_from == no_peer ? 0 : recv_count * t.size);
   do_permute(g, t, send, send_count, send_to, recv, recv_count, recv_from,
              detail::collective_signature({5, detail::signature_code(t)}));
+  watch.finished();
 }
 
 TYPESHARD_RUNTIME_DECL void backend::throw_signature_mismatch() {

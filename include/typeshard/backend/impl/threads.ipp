@@ -16,6 +16,7 @@
 #include "../detail/stream_copy.hpp"
 #include "../detail/thread_run.hpp"
 #include "../threads.hpp"
+#include "backend.ipp"  // detail::sum_of
 
 namespace typeshard {
 
@@ -32,11 +33,6 @@ inline std::size_t thread_chunk_elements(element_type t) {
   return t.size >= thread_chunk_bytes ? 1 : thread_chunk_bytes / t.size;
 }
 
-inline std::size_t sum_of(std::span<const std::size_t> counts) {
-  std::size_t total = 0;
-  for (std::size_t c : counts) total += c;
-  return total;
-}
 
 // Copies piece `send_member` of a send layout to piece `recv_member` of a receive layout.
 // The two may cut the same elements into runs of different lengths.

@@ -44,17 +44,20 @@ constexpr std::size_t group_member(const group_axes& axes, std::size_t position,
   return Mesh::position(c);
 }
 
-// mesh_group: the members (mesh positions, in rank order) and the caller's rank.
+// mesh_group: the members (mesh positions, in rank order), the caller's rank, and the axes
+// the group runs over (which a communication report names).
 template <class Mesh>
 struct mesh_group {
   std::array<std::size_t, Mesh::size> members{};
   std::size_t size = 0;
   std::size_t rank = 0;
+  group_axes axes{};
 };
 
 template <class Mesh>
 constexpr mesh_group<Mesh> group_of(const group_axes& axes, std::size_t position) {
   mesh_group<Mesh> g;
+  g.axes = axes;
   g.size = group_size<Mesh>(axes);
   g.rank = group_rank<Mesh>(axes, position);
   for (std::size_t r = 0; r < g.size; ++r) g.members[r] = group_member<Mesh>(axes, position, r);

@@ -27,10 +27,12 @@ constexpr std::size_t product(const shape<Rank>& s, std::size_t begin, std::size
 }
 
 // The backend's view of a mesh group: members are mesh positions, which are the run
-// indices of a run over the device mesh's devices in mesh order.
+// indices of a run over the device mesh's devices in mesh order. It refers to g, which
+// must outlive the collective call.
 template <class Mesh>
 collective_group backend_group(const mesh_group<Mesh>& g) {
-  return {std::span<const std::size_t>(g.members.data(), g.size), g.rank};
+  return {std::span<const std::size_t>(g.members.data(), g.size), g.rank,
+          std::span<const axis_name>(g.axes.axes, g.axes.count)};
 }
 
 // all_gather along d: member j contributes a block whose extent along d is
