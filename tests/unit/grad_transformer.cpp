@@ -108,6 +108,37 @@ TEST_CASE("transformer: the 2 x 2 mesh with uneven extents gives the serial loss
   compare_with_serial(mesh, one, uneven(), 3);
 }
 
+// The Megatron budget of one training step on the 2 x 4 mesh: per block, two all-reduces
+// (psum) over "model" of the [B, S, D] activations forward (attention's and the MLP's output
+// projections) and their transposes backward (dX of the fused QKV product and of W1's);
+// the loss's sum over "data"; per parameter one reduce-scatter of its gradient over "data"
+// and one all-gather of the updated parameter (ZeRO-1 Adam). Nothing else.
+TEST_CASE("transformer: one training step runs exactly the Megatron + ZeRO-1 collectives") {
+  ts::cpu_devices devices{8};
+  const ts::device_mesh<mesh_2x4> mesh{devices};
+  const tr::config c;
+  auto p = tr::put_params(mesh, tr::init_params(c, 3));
+  tr::optimizer<mesh_2x4> adam(p, {.lr = 1e-2});
+  std::mt19937 rng(11);
+  const auto in = tr::put_inputs(mesh, c, tr::make_batch(c, rng));
+  ts::communication_report r;
+  {
+    ts::communication_recorder rec;
+    const auto [loss, grads] = tr::value_and_grads(p, in);
+    adam.update(p, grads);
+    r = rec.report();
+  }
+  INFO(r);
+  const std::size_t activation_block = (c.batch / 2) * c.seq * c.d_model * sizeof(float);
+  CHECK(r.count(ts::step_kind::psum, "model") == 4 * tr::blocks);
+  for (const auto& rec : r.collectives())
+    if (rec.axes == "model") CHECK(rec.block_bytes == activation_block);
+  CHECK(r.count(ts::step_kind::psum, "data") == 1);  // the loss
+  CHECK(r.count(ts::step_kind::psum_scatter, "data") == tr::param_count);
+  CHECK(r.count(ts::step_kind::all_gather, "data") == tr::param_count);
+  CHECK(r.size() == 4 * tr::blocks + 1 + 2 * tr::param_count);
+}
+
 // One entry of a parameter, nudged by +-h, for the finite difference.
 double loss_at(const ts::device_mesh<mesh_1x1>& one, const tr::config& c, tr::host_params h,
                std::size_t which, std::size_t index, float delta, const tr::host_batch& batch) {
