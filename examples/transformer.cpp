@@ -19,8 +19,10 @@
 //
 // Every number printed but the timings is deterministic (fixed seeds; collectives sum in rank
 // order), so runs on the MPI backend can be compared with it.
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -39,6 +41,15 @@ namespace {
 
 constexpr std::size_t default_steps = 50;
 constexpr double threshold = 0.05;  // ln(16) = 2.77 is chance
+
+// A loss to 4 significant digits. MPI's all-reduces sum in another order than the thread
+// pool's (rank order), and 50 steps of training grow that rounding to about 1e-6 relative:
+// the digits printed are the ones both backends agree on.
+std::string loss4(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.4g", v);
+  return s;
+}
 
 template <class T>
 using type_of = std::remove_cvref_t<T>;
@@ -95,6 +106,29 @@ void print_gradient(const char* name, const Grads& g) {
             << G::unreduced_type::to_string() << "\n";
 }
 
+// The collectives of one training step, one line each, as the device at the report's mesh
+// position ran them (what every device runs: the program is SPMD). The times go on one line
+// of their own (they vary run to run; the MPI comparison drops lines with "ms").
+void print_report(const ts::communication_report& r) {
+  std::cout << "  #  collective    axes   group  block (B)  received (B)\n";
+  std::size_t i = 0;
+  for (const auto& c : r.collectives()) {
+    char line[128];
+    std::snprintf(line, sizeof line, "%3zu  %-13s %-6s %5zu %10zu %13zu\n", ++i, c.name().c_str(),
+                  c.axes.c_str(), c.group_size, c.block_bytes, c.bytes_received);
+    std::cout << line;
+  }
+  std::cout << r.size() << " collectives: " << r.count(ts::step_kind::psum, "model")
+            << " psums over \"model\" (Megatron: 2 per block forward, 2 backward), "
+            << r.count(ts::step_kind::psum, "data") << " over \"data\" (the loss), "
+            << r.count(ts::step_kind::psum_scatter, "data") << " psum_scatters and "
+            << r.count(ts::step_kind::all_gather, "data")
+            << " all_gathers over \"data\" (ZeRO-1 Adam: one each per parameter); this device "
+            << "received " << r.bytes_received() << " bytes\n";
+  std::cout << "time in collectives on this device: " << examples::format_ms(r.seconds() * 1e3)
+            << "\n";
+}
+
 template <class Mesh>
 int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
   const tr::config c;
@@ -113,11 +147,25 @@ int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
   double last = 0;
   for (std::size_t s = 0; s < steps; ++s) {
     const auto batch = tr::put_inputs(mesh, c, tr::make_batch(c, data_rng));
+    std::optional<ts::communication_recorder> recorder;  // the first step's collectives
+    if (s == 0) recorder.emplace();
     const auto [loss, grads] = tr::value_and_grads(params, batch);  // ts::value_and_grad
     adam.update(params, grads);  // reduce-scatter over "data", update, all-gather
     // doc-snippet-end
     if (s == 0) {
-      section("2", "The gradients' types");
+      const ts::communication_report report = recorder->report();
+      recorder.reset();
+      section("2", "The collectives of one training step (ts::communication_recorder)");
+      print_report(report);
+      const std::size_t budget = 4 * tr::blocks + 1 + 2 * tr::param_count;
+      if (report.count(ts::step_kind::psum, "model") != 4 * tr::blocks || report.size() != budget) {
+        std::cerr << "transformer: one step ran " << report.size() << " collectives, "
+                  << report.count(ts::step_kind::psum, "model")
+                  << " of them psums over \"model\"; the budget is " << budget << ", "
+                  << 4 * tr::blocks << "\n";
+        return 1;
+      }
+      section("3", "The gradients' types");
       print_gradient<0>("E", grads);
       print_gradient<1>("P", grads);
       print_gradient<2>("Wqkv", grads);
@@ -125,13 +173,13 @@ int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
       print_gradient<4>("W1", grads);
       print_gradient<5>("W2", grads);
       print_gradient<10>("Wout", grads);
-      section("3", "Training");
+      section("4", "Training");
     }
     last = ts::to_host(loss)(0);
-    if (s % 5 == 0 || s + 1 == steps) std::cout << "step " << s << ": loss " << last << "\n";
+    if (s % 5 == 0 || s + 1 == steps) std::cout << "step " << s << ": loss " << loss4(last) << "\n";
   }
-  std::cout << "final loss " << last << " after " << steps << " steps (threshold " << threshold
-            << ")\n";
+  std::cout << "final loss " << loss4(last) << " after " << steps << " steps (threshold "
+            << threshold << ")\n";
   if (steps == default_steps && !(last < threshold)) {
     std::cerr << "transformer: the loss " << last << " is not below " << threshold << " after "
               << steps << " steps\n";
