@@ -54,7 +54,6 @@ std::string loss4(double v) {
 template <class T>
 using type_of = std::remove_cvref_t<T>;
 
-// doc-snippet: transformer_plans
 // Each layer's forward plan, from the array types alone (nothing runs): the einsums of one
 // block as examples/support/transformer_model.hpp writes them.
 template <class Mesh>
@@ -97,7 +96,6 @@ void print_plans() {
        ts::einsum_plan_for<"bsf,fd->bsd", H, W2>::describe());
   line("X += reshard<X's spec>(y): ", ts::reshard_plan_for<Y, tr::X_spec>::describe());
 }
-// doc-snippet-end
 
 template <std::size_t I, class Grads>
 void print_gradient(const char* name, const Grads& g) {
