@@ -3,15 +3,19 @@
 // view, on 8 simulated CPU devices as a 2 x 4 mesh ("data", "model").
 //
 // The model and its shardings are in examples/support/transformer_model.hpp (shared with the
-// serial check, tests/unit/transformer_reference.cpp): vocabulary 16, sequence 16, d_model 64,
+// serial check, tests/unit/grad_transformer.cpp): vocabulary 16, sequence 16, d_model 64,
 // 4 heads of 16, MLP hidden 256, 2 pre-norm blocks, batch 16. The task: predict the previous
 // token of a random sequence (fresh batches every step, std::mt19937 seeded 7). The gradients
 // come from ts::value_and_grad; the optimizer is ZeRO-1 Adam (ts::zero_adam_update, lr 1e-2):
 // each gradient, unreduced over "data", is reduce-scattered over "data", the update runs on
 // each device's shard and the parameter is all-gathered back.
 //
-// The program prints each layer's forward plan and the gradients' types once, the loss every
-// 5 steps, and fails (exit code 1) unless the loss is below 0.05 after the default 50 steps.
+// The program prints each layer's forward plan, the collectives of the first training step
+// (ts::communication_recorder) and the gradients' types once, then the loss every 5 steps. It
+// fails (exit code 1) if that step ran other collectives than the budget (per block 2 psums
+// over "model" forward and 2 backward, the loss's psum over "data", a psum_scatter and an
+// all_gather over "data" per parameter), or unless the loss is below 0.05 after the default
+// 50 steps.
 //
 //   --mesh 2x2 (or TYPESHARD_TRANSFORMER_MESH=2x2): the same model on a 2 x 2 mesh of devices
 //   0-3 (under mpirun -np 4); the default is the 2 x 4 mesh.

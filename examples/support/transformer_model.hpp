@@ -1,7 +1,7 @@
 // examples/support/transformer_model.hpp: the decoder-only language model of
 // examples/transformer.cpp, written once in the global view and templated on the mesh, so
 // that the example (a 2 x 4 or 2 x 2 mesh ("data", "model")) and its serial check
-// (tests/unit/transformer_reference.cpp: the same code on a 1 x 1 mesh) run the same program.
+// (tests/unit/grad_transformer.cpp: the same code on a 1 x 1 mesh) run the same program.
 //
 // The model: token embedding (a product with one-hot inputs) plus a learned position
 // embedding; `blocks` pre-norm blocks of causal multi-head attention and a GELU (tanh form)
@@ -227,8 +227,8 @@ auto block(const X& x, const Wqkv& w_qkv, const Wo& w_o, const W1& w1, const W2&
   return x1 + mlp(layer_norm(x1), w1, w2);
 }
 
-// The mean cross-entropy of the next... here previous-token prediction; its only collective
-// is the loss's sum over "data".
+// The mean cross-entropy of the predicted tokens. Its collectives: the blocks' all-reduces over
+// "model", and the loss's sum over "data".
 inline constexpr auto loss = [](const auto& E, const auto& P, const auto& qkv0, const auto& o0,
                                 const auto& w1_0, const auto& w2_0, const auto& qkv1,
                                 const auto& o1, const auto& w1_1, const auto& w2_1,
