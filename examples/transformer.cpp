@@ -68,7 +68,8 @@ void print_plans() {
   using W1 = tr::array_t<Mesh, tr::W1_spec, 2>;
   using W2 = tr::array_t<Mesh, tr::W2_spec, 2>;
   using Sel = tr::array_t<Mesh, ts::spec<ts::none>, 1>;
-  using QKV = type_of<decltype(ts::einsum<"bsd,dte->bste">(std::declval<X>(), std::declval<Wqkv>()))>;
+  using QKV =
+      type_of<decltype(ts::einsum<"bsd,dte->bste">(std::declval<X>(), std::declval<Wqkv>()))>;
   using Qm = type_of<decltype(ts::einsum<"bste,t->bse">(std::declval<QKV>(), std::declval<Sel>()))>;
   using Q = type_of<decltype(ts::split_dim<2, tr::heads>(std::declval<Qm>()))>;
   using S = type_of<decltype(ts::einsum<"bqhe,bkhe->bhqk">(std::declval<Q>(), std::declval<Q>()))>;
@@ -93,9 +94,11 @@ void print_plans() {
        ts::einsum_plan_for<"bhqk,bkhe->bqhe", S, Q>::describe());
   line("      merge_dims<2>(o): ", ts::merge_dims_plan_for<O, 2>::describe());
   using Y = type_of<decltype(ts::einsum<"bse,ed->bsd">(std::declval<Om>(), std::declval<Wo>()))>;
-  line("y   = einsum<bse,ed->bsd>(o, Wo): ", ts::einsum_plan_for<"bse,ed->bsd", Om, Wo>::describe());
+  line("y   = einsum<bse,ed->bsd>(o, Wo): ",
+       ts::einsum_plan_for<"bse,ed->bsd", Om, Wo>::describe());
   line("X += reshard<X's spec>(y): ", ts::reshard_plan_for<Y, tr::X_spec>::describe());
-  line("h   = einsum<bsd,df->bsf>(LN(X), W1): ", ts::einsum_plan_for<"bsd,df->bsf", X, W1>::describe());
+  line("h   = einsum<bsd,df->bsf>(LN(X), W1): ",
+       ts::einsum_plan_for<"bsd,df->bsf", X, W1>::describe());
   line("y   = einsum<bsf,fd->bsd>(gelu(h), W2): ",
        ts::einsum_plan_for<"bsf,fd->bsd", H, W2>::describe());
   line("X += reshard<X's spec>(y): ", ts::reshard_plan_for<Y, tr::X_spec>::describe());
