@@ -1,10 +1,10 @@
 // ts::value_and_grad through the elementwise ops (+ - * / with broadcasting and scalars,
 // unary -, exp log tanh relu sin cos sqrt) on the (2,2) mesh: for every spec of a sample
-// list per rank (1 to 3; the unary ops rank 2, replicated, one axis, two axes, both axes on one dimension), even
-// and uneven extents, the gradient equals central finite differences (double) and the
-// replicated (serial) run's. Binary ops: both operands with the same spec, one replicated
-// (sharded in one operand only: no communication forward, the cotangent resharded back),
-// a bias of lower rank and a static extent-1 dimension that stretches.
+// list per rank (1 to 3; the unary ops 2 and 3; replicated, one axis, two axes, both axes on
+// one dimension), even and uneven extents, the gradient equals central finite differences
+// (double) and the replicated (serial) run's. Binary ops: both operands with the same spec,
+// one replicated (sharded in one operand only: no communication forward, the cotangent
+// resharded back), a bias of lower rank and a static extent-1 dimension that stretches.
 #include "grad_check.hpp"
 
 namespace {
@@ -52,12 +52,14 @@ void binary_cases(specs<S...>, const std::vector<ts::shape<Rank>>& shapes,
   }
 }
 
-// The unary ops' backward is local (the same for every rank); rank 2 only keeps the compile
-// time in budget, ranks 1 and 3 go through the binary ops below.
-TEST_CASE("grad: unary elementwise ops, rank 2", "[grad]") {
+// The unary ops' backward is local (the same for every rank); ranks 2 and 3 (one spec: the
+// transformer's LayerNorm and GELU use them on rank 3) keep the compile time in budget, rank
+// 1 goes through the binary ops below.
+TEST_CASE("grad: unary elementwise ops, ranks 2 and 3", "[grad]") {
   ts::cpu_devices devices{4};
   const ts::device_mesh<mesh_2x2> m{devices};
   unary_cases<2>(rank2{}, {{4, 4}, {3, 5}}, m);
+  unary_cases<3>(rank3{}, {{2, 4, 4}, {3, 2, 5}}, m);
 }
 
 TEST_CASE("grad: binary elementwise ops, ranks 1 to 3", "[grad]") {

@@ -2,8 +2,9 @@
 // keep_dims, every dimension), ts::softmax and ts::log_softmax (along a sharded dimension:
 // their backward's row sum is a psum), ts::reshard (the reverse reshard: all_gather <-> slice,
 // all_to_all <-> all_to_all back), ts::psum (the identity) and the dimension moves
-// (ts::permute, ts::split_dim, ts::merge_dims) on the (2,2) mesh: gradients against central
-// finite differences (double) and the replicated (serial) run, even and uneven extents.
+// (ts::permute, ts::transpose, ts::split_dim, ts::merge_dims) on the (2,2) mesh: gradients
+// against central finite differences (double) and the replicated (serial) run, even and
+// uneven extents.
 #include "grad_check.hpp"
 
 namespace {
@@ -80,6 +81,10 @@ TEST_CASE("grad: permute, split_dim, merge_dims", "[grad]") {
   const auto x2 = random_tensor(ts::shape<2>{4, 6}, 6);
   check_gradients<ts::spec<none, "x">>(
       "split_dim<1, 2>", [](auto v) { return sin_sum(ts::split_dim<1, 2>(ts::exp(v))); }, m, x2);
+  // ts::transpose of a traced value: permute<1, 0> (it did not compile before: issue 17).
+  check_gradients<ts::spec<"x", "y">>(
+      "transpose", [](auto v) { return sin_sum(ts::transpose(ts::exp(v)) * ts::transpose(v)); }, m,
+      x2);
 }
 
 }  // namespace

@@ -35,6 +35,9 @@ class traced {
   using spec = typename Array::spec;
   using extents_type = typename Array::extents_type;
   using unreduced_type = typename Array::unreduced_type;
+  // The layout, as the array's: also what lets ts::transpose (array/block.hpp) take a traced
+  // value as a global-view array and call ts::permute<1, 0> on it (the traced one, by ADL).
+  using layout_type = typename Array::layout_type;
   using contributions = Contributions;
   using cotangent_type = detail::cotangent_t<Array>;
   static constexpr std::size_t rank = Array::rank;

@@ -1,0 +1,308 @@
+// examples/support/transformer_model.hpp: the decoder-only language model of
+// examples/transformer.cpp, written once in the global view and templated on the mesh, so
+// that the example (a 2 x 4 or 2 x 2 mesh ("data", "model")) and its serial check
+// (tests/unit/grad_transformer.cpp: the same code on a 1 x 1 mesh) run the same program.
+//
+// The model: token embedding (a product with one-hot inputs) plus a learned position
+// embedding; `blocks` pre-norm blocks of causal multi-head attention and a GELU (tanh form)
+// MLP, each with a residual; a final LayerNorm, the projection to the vocabulary and the mean
+// cross-entropy (log_softmax). LayerNorms have no learned scale or bias and no layer has a
+// bias: fewer parameters, the same collectives.
+//
+// The shardings (Megatron tensor parallelism over "model", data parallelism over "data"):
+//   activations X [B, S, D]           ("data", none, none): replicated over "model"
+//   Wqkv [D, 3, H*dh]                  (none, none, "model"): Q, K and V fused in one product,
+//                                      so the backward's dX is ONE partial sum over "model"
+//                                      (three separate products would reduce three)
+//   q, k, v [B, S, H, dh]              ("data", none, "model", none): split_dim: heads over "model"
+//   scores, probabilities [B,H,S,S]    ("data", "model", none, none): local per head
+//   Wo [H*dh, D]                       ("model", none): the product is a partial sum over
+//                                      "model", resharded to X's spec: all-reduce 1
+//   W1 [D, F]                          (none, "model"): local
+//   W2 [F, D]                          ("model", none): a partial sum: all-reduce 2
+//   E [V, D], P [S, D], Wout [D, V]    replicated
+// In the backward, the transposes: dX of the fused QKV product and of W1's product are the
+// partial sums over "model" (one all-reduce each); every gradient is unreduced over "data"
+// (the batch is summed), and the optimizer reduces it.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <typeshard/typeshard.hpp>
+
+namespace examples::transformer {
+
+namespace ts = typeshard;
+
+struct config {
+  std::size_t batch = 16;    // B
+  std::size_t seq = 16;      // S
+  std::size_t vocab = 16;    // V
+  std::size_t d_model = 64;  // D
+  std::size_t heads = 4;     // H (heads of D / H)
+  std::size_t hidden = 256;  // F
+};
+
+inline constexpr std::size_t heads = 4;   // split_dim's part count is a template argument
+inline constexpr std::size_t blocks = 2;  // the loss below is written for two blocks
+
+// The specs (see the top of this file).
+using none = ts::none_t;
+using X_spec = ts::spec<"data", ts::none, ts::none>;
+using rep2 = ts::spec<ts::none, ts::none>;
+using Wqkv_spec = ts::spec<ts::none, ts::none, "model">;
+using Wo_spec = ts::spec<"model", ts::none>;
+using W1_spec = ts::spec<ts::none, "model">;
+using W2_spec = ts::spec<"model", ts::none>;
+
+// An array of Rank with spec Spec on Mesh, as ts::device_put makes it (dynamic extents).
+template <class Mesh, class Spec, std::size_t Rank>
+using array_t = decltype(ts::device_put<Spec>(std::declval<const ts::device_mesh<Mesh>&>(),
+                                              std::declval<const ts::host_tensor<float, Rank>&>()));
+
+// ---- parameters on the host ---------------------------------------------------------------
+
+// The host copies, in the order the loss takes them: E, P, (Wqkv, Wo, W1, W2) per block, Wout.
+struct host_params {
+  std::vector<ts::host_tensor<float, 2>> mats;  // every parameter but the Wqkv
+  std::vector<ts::host_tensor<float, 3>> qkv;   // one per block
+};
+
+inline ts::host_tensor<float, 2> normal2(std::size_t r, std::size_t c, float scale,
+                                         std::mt19937& rng) {
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  ts::host_tensor<float, 2> t({r, c});
+  for (float& v : t.values()) v = n(rng) * scale;
+  return t;
+}
+
+// Deterministic initialisation (std::mt19937 seeded `seed`): N(0, 1) scaled by 1 / sqrt(fan-in),
+// the residual branches' output projections further by 1 / sqrt(2 blocks).
+inline host_params init_params(const config& c, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  const float d = static_cast<float>(c.d_model), f = static_cast<float>(c.hidden);
+  const float branch = 1.0f / std::sqrt(2.0f * blocks);
+  host_params p;
+  p.mats.push_back(normal2(c.vocab, c.d_model, 1.0f, rng));  // E
+  p.mats.push_back(normal2(c.seq, c.d_model, 0.5f, rng));    // P
+  for (std::size_t b = 0; b < blocks; ++b) {
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    ts::host_tensor<float, 3> qkv({c.d_model, 3, c.d_model});
+    for (float& v : qkv.values()) v = n(rng) / std::sqrt(d);
+    p.qkv.push_back(std::move(qkv));
+    p.mats.push_back(normal2(c.d_model, c.d_model, branch / std::sqrt(d), rng));  // Wo
+    p.mats.push_back(normal2(c.d_model, c.hidden, 1.0f / std::sqrt(d), rng));     // W1
+    p.mats.push_back(normal2(c.hidden, c.d_model, branch / std::sqrt(f), rng));   // W2
+  }
+  p.mats.push_back(normal2(c.d_model, c.vocab, 1.0f / std::sqrt(d), rng));  // Wout
+  return p;
+}
+
+// ---- the data -----------------------------------------------------------------------------
+
+// The synthetic task: predict the previous token (the first position predicts token 0).
+// Inputs and targets one-hot [B, S, V].
+struct host_batch {
+  ts::host_tensor<float, 3> inputs, targets;
+};
+
+inline host_batch make_batch(const config& c, std::mt19937& rng) {
+  std::uniform_int_distribution<std::size_t> token(0, c.vocab - 1);
+  host_batch b{ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab}),
+               ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab})};
+  for (std::size_t i = 0; i < c.batch; ++i) {
+    std::size_t previous = 0;
+    for (std::size_t s = 0; s < c.seq; ++s) {
+      const std::size_t t = token(rng);
+      b.inputs(i, s, t) = 1.0f;
+      b.targets(i, s, previous) = 1.0f;
+      previous = t;
+    }
+  }
+  return b;
+}
+
+// The constants the loss reads besides the batch: the causal mask [S, S] (0 where the key is
+// at or before the query, -1e9 after: exp underflows to exactly 0, and -1e9 + a score stays
+// finite, unlike -inf) and the one-hot selectors [3] picking Q, K, V out of the fused product.
+template <class Mesh>
+struct inputs {
+  array_t<Mesh, X_spec, 3> tokens, targets;
+  array_t<Mesh, rep2, 2> mask;
+  array_t<Mesh, ts::spec<ts::none>, 1> select_q, select_k, select_v;
+};
+
+template <class Mesh>
+inputs<Mesh> put_inputs(const ts::device_mesh<Mesh>& m, const config& c, const host_batch& b) {
+  ts::host_tensor<float, 2> mask({c.seq, c.seq});
+  for (std::size_t q = 0; q < c.seq; ++q)
+    for (std::size_t k = q + 1; k < c.seq; ++k) mask(q, k) = -1e9f;
+  auto select = [&](std::size_t i) {
+    ts::host_tensor<float, 1> s({3});
+    s(i) = 1.0f;
+    return ts::device_put<ts::spec<ts::none>>(m, s);
+  };
+  return {ts::device_put<X_spec>(m, b.inputs), ts::device_put<X_spec>(m, b.targets),
+          ts::device_put<rep2>(m, mask), select(0), select(1), select(2)};
+}
+
+// ---- parameters on the mesh -----------------------------------------------------------------
+
+template <class Mesh>
+using params_t =
+    std::tuple<array_t<Mesh, rep2, 2>, array_t<Mesh, rep2, 2>,                       // E, P
+               array_t<Mesh, Wqkv_spec, 3>, array_t<Mesh, Wo_spec, 2>,                // block 0
+               array_t<Mesh, W1_spec, 2>, array_t<Mesh, W2_spec, 2>,                  //
+               array_t<Mesh, Wqkv_spec, 3>, array_t<Mesh, Wo_spec, 2>,                // block 1
+               array_t<Mesh, W1_spec, 2>, array_t<Mesh, W2_spec, 2>,                  //
+               array_t<Mesh, rep2, 2>>;                                               // Wout
+
+template <class Mesh>
+params_t<Mesh> put_params(const ts::device_mesh<Mesh>& m, const host_params& h) {
+  const auto& w = h.mats;
+  return {ts::device_put<rep2>(m, w[0]),          ts::device_put<rep2>(m, w[1]),
+          ts::device_put<Wqkv_spec>(m, h.qkv[0]), ts::device_put<Wo_spec>(m, w[2]),
+          ts::device_put<W1_spec>(m, w[3]),       ts::device_put<W2_spec>(m, w[4]),
+          ts::device_put<Wqkv_spec>(m, h.qkv[1]), ts::device_put<Wo_spec>(m, w[5]),
+          ts::device_put<W1_spec>(m, w[6]),       ts::device_put<W2_spec>(m, w[7]),
+          ts::device_put<rep2>(m, w[8])};
+}
+
+inline constexpr std::size_t param_count = 11;
+
+// ---- the forward pass ---------------------------------------------------------------------
+
+// LayerNorm over the model dimension (not sharded: local), without scale or bias.
+template <class X>
+auto layer_norm(const X& x) {
+  const auto mu = ts::mean<2>(x, ts::keep_dims);
+  const auto c = x - mu;
+  const auto var = ts::mean<2>(c * c, ts::keep_dims);
+  return c / ts::sqrt(var + 1e-5f);
+}
+
+// GELU, tanh form: 0.5 h (1 + tanh(sqrt(2 / pi) (h + 0.044715 h^3))).
+template <class H>
+auto gelu(const H& h) {
+  const auto inner = (h + h * h * h * 0.044715f) * 0.7978845608f;
+  return h * 0.5f * (ts::tanh(inner) + 1.0f);
+}
+
+// Causal multi-head attention on the normalised residual stream xn, returning the partial
+// sums' all-reduce (Wo's product resharded to X's spec).
+template <class Xn, class Wqkv, class Wo, class In>
+auto attention(const Xn& xn, const Wqkv& w_qkv, const Wo& w_o, const In& in) {
+  const auto qkv = ts::einsum<"bsd,dte->bste">(xn, w_qkv);  // [B, S, 3, H dh], e over "model"
+  const auto head = [&](const auto& select) {               // [B, S, H, dh], H over "model"
+    return ts::split_dim<2, heads>(ts::einsum<"bste,t->bse">(qkv, select));
+  };
+  const auto q = head(in.select_q), k = head(in.select_k), v = head(in.select_v);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(q.extent(3)));
+  const auto scores = ts::einsum<"bqhe,bkhe->bhqk">(q, k) * scale + in.mask;
+  const auto p = ts::softmax<3>(scores);                            // over the keys: local
+  const auto o = ts::merge_dims<2>(ts::einsum<"bhqk,bkhe->bqhe">(p, v));  // [B, S, H dh]
+  // The local products are partial sums over "model" (e is sharded in both operands): the
+  // result's type says unreduced<"model">, and the reshard to X's spec is the all-reduce.
+  // (Naming X's spec as the einsum's output instead lets the planner all-gather o and Wo.)
+  return ts::reshard<X_spec>(ts::einsum<"bse,ed->bsd">(o, w_o));  // all-reduce 1
+}
+
+template <class Xn, class W1, class W2>
+auto mlp(const Xn& xn, const W1& w1, const W2& w2) {
+  const auto h = gelu(ts::einsum<"bsd,df->bsf">(xn, w1));  // F over "model": local
+  return ts::reshard<X_spec>(ts::einsum<"bsf,fd->bsd">(h, w2));  // all-reduce 2
+}
+
+template <class X, class Wqkv, class Wo, class W1, class W2, class In>
+auto block(const X& x, const Wqkv& w_qkv, const Wo& w_o, const W1& w1, const W2& w2,
+           const In& in) {
+  const auto x1 = x + attention(layer_norm(x), w_qkv, w_o, in);
+  return x1 + mlp(layer_norm(x1), w1, w2);
+}
+
+// The mean cross-entropy of the predicted tokens. Its collectives: the blocks' all-reduces over
+// "model", and the loss's sum over "data".
+inline constexpr auto loss = [](const auto& E, const auto& P, const auto& qkv0, const auto& o0,
+                                const auto& w1_0, const auto& w2_0, const auto& qkv1,
+                                const auto& o1, const auto& w1_1, const auto& w2_1,
+                                const auto& Wout, const auto& in) {
+  const auto x0 = ts::einsum<"bsv,vd->bsd">(in.tokens, E) + P;  // P broadcast over the batch
+  const auto x1 = block(x0, qkv0, o0, w1_0, w2_0, in);
+  const auto x2 = block(x1, qkv1, o1, w1_1, w2_1, in);
+  const auto logits = ts::einsum<"bsd,dv->bsv">(layer_norm(x2), Wout);
+  const auto logp = ts::log_softmax<2>(logits);
+  const float count = static_cast<float>(in.tokens.extent(0) * in.tokens.extent(1));
+  return ts::sum<ts::spec<ts::none>>(logp * in.targets) * (-1.0f / count);
+};
+
+// loss's value and the gradients of the 11 parameters (a std::pair: the loss array, a tuple).
+template <class Mesh>
+auto value_and_grads(const params_t<Mesh>& p, const inputs<Mesh>& in) {
+  return std::apply(
+      [&](const auto&... w) {
+        return ts::value_and_grad<0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10>(loss)(w..., in);
+      },
+      p);
+}
+
+// ---- the optimizer: ZeRO-1 Adam (ts::zero_adam_update) ------------------------------------
+
+// Each parameter's update shard: its spec with "data" on a dimension it leaves unsharded
+// (the gradient, unreduced over "data", is reduce-scattered there; the updated shard is
+// all-gathered back).
+using rep2_update = ts::spec<"data", ts::none>;
+using Wqkv_update = ts::spec<"data", ts::none, "model">;
+using Wo_update = ts::spec<"model", "data">;
+using W1_update = ts::spec<"data", "model">;
+using W2_update = ts::spec<"model", "data">;
+
+template <class Mesh>
+struct optimizer {
+  template <class P, class S>
+  using st = ts::zero_adam_state<P, S>;
+  using params = params_t<Mesh>;
+  template <std::size_t I>
+  using p_t = std::tuple_element_t<I, params>;
+  std::tuple<st<p_t<0>, rep2_update>, st<p_t<1>, rep2_update>,                          //
+             st<p_t<2>, Wqkv_update>, st<p_t<3>, Wo_update>, st<p_t<4>, W1_update>,     //
+             st<p_t<5>, W2_update>, st<p_t<6>, Wqkv_update>, st<p_t<7>, Wo_update>,     //
+             st<p_t<8>, W1_update>, st<p_t<9>, W2_update>, st<p_t<10>, rep2_update>>
+      state;
+  ts::adam_options options;
+
+  optimizer(const params& p, ts::adam_options o) : state(init(p)), options(o) {}
+
+  template <class Grads>
+  void update(params& p, const Grads& g) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((std::get<I>(p) =
+            ts::zero_adam_update(std::get<I>(p), std::get<I>(g), std::get<I>(state), options)),
+       ...);
+    }(std::make_index_sequence<param_count>{});
+  }
+
+ private:
+  static auto init(const params& p) {
+    using namespace ts;
+    return std::tuple(zero_adam_init<rep2_update>(std::get<0>(p)),
+                      zero_adam_init<rep2_update>(std::get<1>(p)),
+                      zero_adam_init<Wqkv_update>(std::get<2>(p)),
+                      zero_adam_init<Wo_update>(std::get<3>(p)),
+                      zero_adam_init<W1_update>(std::get<4>(p)),
+                      zero_adam_init<W2_update>(std::get<5>(p)),
+                      zero_adam_init<Wqkv_update>(std::get<6>(p)),
+                      zero_adam_init<Wo_update>(std::get<7>(p)),
+                      zero_adam_init<W1_update>(std::get<8>(p)),
+                      zero_adam_init<W2_update>(std::get<9>(p)),
+                      zero_adam_init<rep2_update>(std::get<10>(p)));
+  }
+};
+
+}  // namespace examples::transformer

@@ -1,0 +1,228 @@
+// examples/transformer.cpp: a decoder-only transformer language model (issue 17), trained
+// data parallel over "data" and Megatron tensor parallel over "model" in the typed global
+// view, on 8 simulated CPU devices as a 2 x 4 mesh ("data", "model").
+//
+// The model and its shardings are in examples/support/transformer_model.hpp (shared with the
+// serial check, tests/unit/grad_transformer.cpp): vocabulary 16, sequence 16, d_model 64,
+// 4 heads of 16, MLP hidden 256, 2 pre-norm blocks, batch 16. The task: predict the previous
+// token of a random sequence (fresh batches every step, std::mt19937 seeded 7). The gradients
+// come from ts::value_and_grad; the optimizer is ZeRO-1 Adam (ts::zero_adam_update, lr 1e-2):
+// each gradient, unreduced over "data", is reduce-scattered over "data", the update runs on
+// each device's shard and the parameter is all-gathered back.
+//
+// The program prints each layer's forward plan, the collectives of the first training step
+// (ts::communication_recorder) and the gradients' types once, then the loss every 5 steps. It
+// fails (exit code 1) if that step ran other collectives than the budget (per block 2 psums
+// over "model" forward and 2 backward, the loss's psum over "data", a psum_scatter and an
+// all_gather over "data" per parameter), or unless the loss is below 0.05 after the default
+// 50 steps.
+//
+//   --mesh 2x2 (or TYPESHARD_TRANSFORMER_MESH=2x2): the same model on a 2 x 2 mesh of devices
+//   0-3 (under mpirun -np 4); the default is the 2 x 4 mesh.
+//   --steps N: train N steps (no threshold check unless N is the default).
+//
+// Every number printed but the timings is deterministic (fixed seeds; collectives sum in rank
+// order), so runs on the MPI backend can be compared with it.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <typeshard/typeshard.hpp>
+
+#include "support/print.hpp"
+#include "support/transformer_model.hpp"
+
+namespace ts = typeshard;
+namespace tr = examples::transformer;
+using examples::section;
+
+namespace {
+
+constexpr std::size_t default_steps = 50;
+constexpr double threshold = 0.05;  // ln(16) = 2.77 is chance
+
+// A loss to 4 significant digits. MPI's all-reduces sum in another order than the thread
+// pool's (rank order), and 50 steps of training grow that rounding to about 1e-6 relative:
+// the digits printed are the ones both backends agree on.
+std::string loss4(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.4g", v);
+  return s;
+}
+
+template <class T>
+using type_of = std::remove_cvref_t<T>;
+
+// Each layer's forward plan, from the array types alone (nothing runs): the einsums of one
+// block as examples/support/transformer_model.hpp writes them.
+template <class Mesh>
+void print_plans() {
+  using X = tr::array_t<Mesh, tr::X_spec, 3>;
+  using Wqkv = tr::array_t<Mesh, tr::Wqkv_spec, 3>;
+  using Wo = tr::array_t<Mesh, tr::Wo_spec, 2>;
+  using W1 = tr::array_t<Mesh, tr::W1_spec, 2>;
+  using W2 = tr::array_t<Mesh, tr::W2_spec, 2>;
+  using Sel = tr::array_t<Mesh, ts::spec<ts::none>, 1>;
+  using QKV =
+      type_of<decltype(ts::einsum<"bsd,dte->bste">(std::declval<X>(), std::declval<Wqkv>()))>;
+  using Qm = type_of<decltype(ts::einsum<"bste,t->bse">(std::declval<QKV>(), std::declval<Sel>()))>;
+  using Q = type_of<decltype(ts::split_dim<2, tr::heads>(std::declval<Qm>()))>;
+  using S = type_of<decltype(ts::einsum<"bqhe,bkhe->bhqk">(std::declval<Q>(), std::declval<Q>()))>;
+  using O = type_of<decltype(ts::einsum<"bhqk,bkhe->bqhe">(std::declval<S>(), std::declval<Q>()))>;
+  using Om = type_of<decltype(ts::merge_dims<2>(std::declval<O>()))>;
+  using H = type_of<decltype(ts::einsum<"bsd,df->bsf">(std::declval<X>(), std::declval<W1>()))>;
+  auto line = [](const char* what, std::string plan) {
+    while (!plan.empty() && plan.back() == '\n') plan.pop_back();  // reshard plans end in one
+    std::cout << "  " << what << plan << "\n";
+  };
+  std::cout << "X " << X::sharding_string() << ", Wqkv " << Wqkv::sharding_string() << ", Wo "
+            << Wo::sharding_string() << ", W1 " << W1::sharding_string() << ", W2 "
+            << W2::sharding_string() << "\n";
+  line("qkv = einsum<bsd,dte->bste>(LN(X), Wqkv): ",
+       ts::einsum_plan_for<"bsd,dte->bste", X, Wqkv>::describe());
+  line("q   = einsum<bste,t->bse>(qkv, select_q): ",
+       ts::einsum_plan_for<"bste,t->bse", QKV, Sel>::describe());
+  line("      split_dim<2, 4>(q): ", ts::split_dim_plan_for<Qm, 2, tr::heads>::describe());
+  line("scores = einsum<bqhe,bkhe->bhqk>(q, k): ",
+       ts::einsum_plan_for<"bqhe,bkhe->bhqk", Q, Q>::describe());
+  line("o   = einsum<bhqk,bkhe->bqhe>(softmax(scores + mask), v): ",
+       ts::einsum_plan_for<"bhqk,bkhe->bqhe", S, Q>::describe());
+  line("      merge_dims<2>(o): ", ts::merge_dims_plan_for<O, 2>::describe());
+  using Y = type_of<decltype(ts::einsum<"bse,ed->bsd">(std::declval<Om>(), std::declval<Wo>()))>;
+  line("y   = einsum<bse,ed->bsd>(o, Wo): ",
+       ts::einsum_plan_for<"bse,ed->bsd", Om, Wo>::describe());
+  line("X += reshard<X's spec>(y): ", ts::reshard_plan_for<Y, tr::X_spec>::describe());
+  line("h   = einsum<bsd,df->bsf>(LN(X), W1): ",
+       ts::einsum_plan_for<"bsd,df->bsf", X, W1>::describe());
+  line("y   = einsum<bsf,fd->bsd>(gelu(h), W2): ",
+       ts::einsum_plan_for<"bsf,fd->bsd", H, W2>::describe());
+  line("X += reshard<X's spec>(y): ", ts::reshard_plan_for<Y, tr::X_spec>::describe());
+}
+
+template <std::size_t I, class Grads>
+void print_gradient(const char* name, const Grads& g) {
+  using G = type_of<decltype(std::get<I>(g))>;
+  std::cout << "  d" << name << ": " << G::sharding_string() << ", unreduced "
+            << G::unreduced_type::to_string() << "\n";
+}
+
+// The collectives of one training step, one line each, as the device at the report's mesh
+// position ran them (what every device runs: the program is SPMD). The times go on one line
+// of their own (they vary run to run; the MPI comparison drops lines with "ms").
+void print_report(const ts::communication_report& r) {
+  std::cout << "  #  collective    axes   group  block (B)  received (B)\n";
+  std::size_t i = 0;
+  for (const auto& c : r.collectives()) {
+    char line[128];
+    std::snprintf(line, sizeof line, "%3zu  %-13s %-6s %5zu %10zu %13zu\n", ++i, c.name().c_str(),
+                  c.axes.c_str(), c.group_size, c.block_bytes, c.bytes_received);
+    std::cout << line;
+  }
+  std::cout << r.size() << " collectives: " << r.count(ts::step_kind::psum, "model")
+            << " psums over \"model\" (Megatron: 2 per block forward, 2 backward), "
+            << r.count(ts::step_kind::psum, "data") << " over \"data\" (the loss), "
+            << r.count(ts::step_kind::psum_scatter, "data") << " psum_scatters and "
+            << r.count(ts::step_kind::all_gather, "data")
+            << " all_gathers over \"data\" (ZeRO-1 Adam: one each per parameter); this device "
+            << "received " << r.bytes_received() << " bytes\n";
+  std::cout << "time in collectives on this device: " << examples::format_ms(r.seconds() * 1e3)
+            << "\n";
+}
+
+template <class Mesh>
+int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
+  const tr::config c;
+  std::cout << "vocabulary " << c.vocab << ", sequence " << c.seq << ", d_model " << c.d_model
+            << ", " << c.heads << " heads of " << c.d_model / c.heads << ", MLP hidden "
+            << c.hidden << ", " << tr::blocks << " blocks, batch " << c.batch << "; mesh "
+            << mesh.to_string() << "\n";
+
+  section("1", "The shardings and each layer's plan");
+  print_plans<Mesh>();
+
+  // doc-snippet: transformer_step
+  auto params = tr::put_params(mesh, tr::init_params(c, 1));
+  tr::optimizer<Mesh> adam(params, {.lr = 1e-2});
+  std::mt19937 data_rng(7);
+  double last = 0;
+  for (std::size_t s = 0; s < steps; ++s) {
+    const auto batch = tr::put_inputs(mesh, c, tr::make_batch(c, data_rng));
+    std::optional<ts::communication_recorder> recorder;  // the first step's collectives
+    if (s == 0) recorder.emplace();
+    const auto [loss, grads] = tr::value_and_grads(params, batch);  // ts::value_and_grad
+    adam.update(params, grads);  // reduce-scatter over "data", update, all-gather
+    // doc-snippet-end
+    if (s == 0) {
+      const ts::communication_report report = recorder->report();
+      recorder.reset();
+      section("2", "The collectives of one training step (ts::communication_recorder)");
+      print_report(report);
+      const std::size_t budget = 4 * tr::blocks + 1 + 2 * tr::param_count;
+      if (report.count(ts::step_kind::psum, "model") != 4 * tr::blocks || report.size() != budget) {
+        std::cerr << "transformer: one step ran " << report.size() << " collectives, "
+                  << report.count(ts::step_kind::psum, "model")
+                  << " of them psums over \"model\"; the budget is " << budget << ", "
+                  << 4 * tr::blocks << "\n";
+        return 1;
+      }
+      section("3", "The gradients' types");
+      print_gradient<0>("E", grads);
+      print_gradient<1>("P", grads);
+      print_gradient<2>("Wqkv", grads);
+      print_gradient<3>("Wo", grads);
+      print_gradient<4>("W1", grads);
+      print_gradient<5>("W2", grads);
+      print_gradient<10>("Wout", grads);
+      section("4", "Training");
+    }
+    last = ts::to_host(loss)(0);
+    if (s % 5 == 0 || s + 1 == steps) std::cout << "step " << s << ": loss " << loss4(last) << "\n";
+  }
+  std::cout << "final loss " << loss4(last) << " after " << steps << " steps (threshold "
+            << threshold << ")\n";
+  if (steps == default_steps && !(last < threshold)) {
+    std::cerr << "transformer: the loss " << last << " is not below " << threshold << " after "
+              << steps << " steps\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mesh_choice = "2x4";
+  if (const char* env = std::getenv("TYPESHARD_TRANSFORMER_MESH")) mesh_choice = env;
+  std::size_t steps = default_steps;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--mesh" && i + 1 < argc) {
+      mesh_choice = argv[++i];
+    } else if (arg == "--steps" && i + 1 < argc) {
+      steps = std::stoul(argv[++i]);
+    } else {
+      const bool help = arg == "--help" || arg == "-h";
+      (help ? std::cout : std::cerr) << "usage: " << argv[0]
+                                     << " [--mesh 2x4|2x2] [--steps N]\n";
+      return help ? 0 : 2;
+    }
+  }
+  if (mesh_choice != "2x4" && mesh_choice != "2x2") {
+    std::cerr << "transformer: unknown mesh '" << mesh_choice << "'; use 2x4 or 2x2\n";
+    return 2;
+  }
+
+  ts::cpu_devices devices{8};
+
+  if (mesh_choice == "2x2") {
+    using mesh_2x2 = ts::mesh<ts::axis("data", 2), ts::axis("model", 2)>;
+    return train(ts::device_mesh<mesh_2x2>{devices, {0, 1, 2, 3}}, steps);
+  }
+  using mesh_2x4 = ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>;
+  return train(ts::device_mesh<mesh_2x4>{devices}, steps);
+}
