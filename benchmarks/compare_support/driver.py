@@ -115,6 +115,22 @@ def workloads(quick):
                     params={"hidden": th, "batch": tb, "step": "1e-4"},
                     shape=f"hidden {th}, batch {tb}", flops=step_flops, device_work=1,
                     contenders=MATMUL_CONTENDERS, kind="flops"))
+    tr = (dict(batch=16, seq=64, vocab=64, d=256, f=1024, heads=4) if quick else
+          dict(batch=32, seq=128, vocab=256, d=512, f=2048, heads=4))
+    tokens = tr["batch"] * tr["seq"]
+    forward = (2.0 * tokens * 2 * tr["vocab"] * tr["d"]                 # embedding, output
+               + 2 * (2.0 * tokens * (4 * tr["d"] ** 2 + 2 * tr["d"] * tr["f"])  # 2 blocks
+                      + 4.0 * tokens * tr["seq"] * tr["d"]))            # scores, weighted sum
+    out.append(dict(name="transformer_step", short="transformer", request="transformer",
+                    title="transformer training step",
+                    description="examples/transformer.cpp's model (2 pre-norm blocks of causal "
+                    "attention and a GELU MLP, one-hot embedding, cross-entropy): one step "
+                    "(value_and_grad, ZeRO-1 Adam) on the 2 x 4 mesh (data, model), Megatron "
+                    "over model, the batch over data",
+                    params=tr, shape=(f"B {tr['batch']}, S {tr['seq']}, V {tr['vocab']}, "
+                                      f"D {tr['d']}, F {tr['f']}, {tr['heads']} heads"),
+                    flops=3 * forward, device_work=1, contenders=["typeshard", "jax"],
+                    kind="flops"))
     for op, what in (("all_gather", "each device ends with S"),
                      ("psum", "each device starts and ends with S"),
                      ("psum_scatter", "each device starts with S, ends with S / n")):

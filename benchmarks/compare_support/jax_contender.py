@@ -297,6 +297,135 @@ class Collective(Workload):
         return sample(self.out)
 
 
+# ---- the transformer of examples/transformer.cpp -----------------------------------------------
+# examples/support/transformer_model.hpp's model, written in JAX with its shardings:
+# Megatron tensor parallelism over "model" (fused QKV and W1 by columns, Wo and W2 by rows),
+# data parallelism over "data", ZeRO-1 Adam (moments and the update on each parameter's
+# update shard, the gradient reduce-scattered there, the parameter all-gathered back).
+
+def transformer_data(p):
+    """The workload's parameters (protocol.hpp's values) and one-hot batch (token i of the
+    flattened [B, S] batch is (i * 40503 + 11) mod V; the target is the previous token)."""
+    B, S, V, D, F = (int(p[k]) for k in ("batch", "seq", "vocab", "d", "f"))
+    w = {}
+    w["E"] = values(V * D, 30).reshape(V, D)
+    w["P"] = values(S * D, 31, scale=0.5).reshape(S, D)
+    for b in range(2):
+        w[f"qkv{b}"] = values(D * 3 * D, 40 + 10 * b, scale=1 / np.sqrt(D)).reshape(D, 3, D)
+        w[f"o{b}"] = values(D * D, 41 + 10 * b, scale=0.5 / np.sqrt(D)).reshape(D, D)
+        w[f"w1_{b}"] = values(D * F, 42 + 10 * b, scale=1 / np.sqrt(D)).reshape(D, F)
+        w[f"w2_{b}"] = values(F * D, 43 + 10 * b, scale=0.5 / np.sqrt(F)).reshape(F, D)
+    w["Wout"] = values(D * V, 60, scale=1 / np.sqrt(D)).reshape(D, V)
+    tok = (np.arange(B * S, dtype=np.int64) * 40503 + 11) % V
+    tok = tok.reshape(B, S)
+    prev = np.concatenate([np.zeros((B, 1), np.int64), tok[:, :-1]], axis=1)
+    eye = np.eye(V, dtype=np.float32)
+    mask = np.triu(np.full((S, S), -1e9, np.float32), k=1)
+    return w, eye[tok], eye[prev], mask
+
+
+TRANSFORMER_ORDER = ["E", "P", "qkv0", "o0", "w1_0", "w2_0", "qkv1", "o1", "w1_1", "w2_1", "Wout"]
+TRANSFORMER_SPECS = {"E": P(), "P": P(), "Wout": P(),
+                     "qkv": P(None, None, "model"), "o": P("model", None),
+                     "w1_": P(None, "model"), "w2_": P("model", None)}
+TRANSFORMER_UPDATE = {"E": P("data", None), "P": P("data", None), "Wout": P("data", None),
+                      "qkv": P("data", None, "model"), "o": P("model", "data"),
+                      "w1_": P("data", "model"), "w2_": P("model", "data")}
+
+
+def transformer_spec(table, name):
+    return table[name.rstrip("01") if name not in table else name]
+
+
+class Transformer(Workload):
+    """One training step: value_and_grad of the mean cross-entropy, then ZeRO-1 Adam."""
+
+    def __init__(self, p):
+        heads = int(p["heads"])
+        mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("data", "model"))
+        ns = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
+        X = ns(P("data", None, None))
+        heads_spec = ns(P("data", None, "model", None))
+        w, tokens, targets, mask = transformer_data(p)
+        self.params = [jax.device_put(w[n], ns(transformer_spec(TRANSFORMER_SPECS, n)))
+                       for n in TRANSFORMER_ORDER]
+        self.batch = (jax.device_put(tokens, X), jax.device_put(targets, X),
+                      jax.device_put(mask, ns(P())))
+        c = jax.lax.with_sharding_constraint
+
+        def layer_norm(x):
+            c_ = x - jnp.mean(x, axis=2, keepdims=True)
+            return c_ / jnp.sqrt(jnp.mean(c_ * c_, axis=2, keepdims=True) + 1e-5)
+
+        def gelu(h):
+            return h * 0.5 * (jnp.tanh((h + h * h * h * 0.044715) * 0.7978845608) + 1.0)
+
+        def attention(xn, wqkv, wo, msk):
+            qkv = jnp.einsum("bsd,dte->bste", xn, wqkv)
+            B, S, _, E = qkv.shape
+
+            def head(i):
+                return c(qkv[:, :, i, :].reshape(B, S, heads, E // heads), heads_spec)
+            q, k, v = head(0), head(1), head(2)
+            s = jnp.einsum("bqhe,bkhe->bhqk", q, k) * (1.0 / np.sqrt(E // heads)) + msk
+            o = jnp.einsum("bhqk,bkhe->bqhe", jax.nn.softmax(s, axis=3), v).reshape(B, S, E)
+            return c(jnp.einsum("bse,ed->bsd", o, wo), X)  # all-reduce over model
+
+        def mlp(xn, w1, w2):
+            return c(jnp.einsum("bsf,fd->bsd", gelu(jnp.einsum("bsd,df->bsf", xn, w1)), w2), X)
+
+        def loss(params, batch):
+            E, Pos, qkv0, o0, w1_0, w2_0, qkv1, o1, w1_1, w2_1, Wout = params
+            tok, tgt, msk = batch
+            x = c(jnp.einsum("bsv,vd->bsd", tok, E) + Pos, X)
+            for qkv, o, w1, w2 in ((qkv0, o0, w1_0, w2_0), (qkv1, o1, w1_1, w2_1)):
+                x = x + attention(layer_norm(x), qkv, o, msk)
+                x = x + mlp(layer_norm(x), w1, w2)
+            logp = jax.nn.log_softmax(jnp.einsum("bsd,dv->bsv", layer_norm(x), Wout), axis=2)
+            return -jnp.sum(logp * tgt) / (tok.shape[0] * tok.shape[1])
+
+        update = [ns(transformer_spec(TRANSFORMER_UPDATE, n)) for n in TRANSFORMER_ORDER]
+        owns = [ns(transformer_spec(TRANSFORMER_SPECS, n)) for n in TRANSFORMER_ORDER]
+        lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
+
+        def step(params, m, v, t, batch):
+            value, grads = jax.value_and_grad(loss)(params, batch)
+            t = t + 1
+            c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+            new_p, new_m, new_v = [], [], []
+            for w_, g, m_, v_, u, own in zip(params, grads, m, v, update, owns):
+                g = c(g, u)  # reduce-scatter onto the update shard
+                m_ = b1 * m_ + (1 - b1) * g
+                v_ = b2 * v_ + (1 - b2) * g * g
+                w_ = c(c(w_, u) - lr * (m_ / c1) / (jnp.sqrt(v_ / c2) + eps), own)  # all-gather
+                new_p.append(w_)
+                new_m.append(m_)
+                new_v.append(v_)
+            return value, new_p, new_m, new_v, t
+
+        self.m = [jax.device_put(np.zeros(a.shape, np.float32), u)
+                  for a, u in zip(self.params, update)]
+        self.v = [jax.device_put(np.zeros(a.shape, np.float32), u)
+                  for a, u in zip(self.params, update)]
+        self.t = jax.device_put(np.float32(0), ns(P()))  # an array from the start: one compile
+        # The check: the first step's gradients of Wout, W1 (block 0) and E, computed apart
+        # (untimed) so that the timed step returns only what a training loop keeps.
+        value, grads = jax.jit(jax.value_and_grad(loss))(self.params, self.batch)
+        self.first = sample(grads[10]) + sample(grads[4]) + sample(grads[0])
+        self.first_loss = float(value)
+        self.step = jax.jit(step, donate_argnums=(0, 1, 2))
+        self.info = (f"first loss {self.first_loss:.6f}; collectives in jit(step): " +
+                     collectives_in(self.step, self.params, self.m, self.v, self.t, self.batch))
+
+    def run(self):
+        value, self.params, self.m, self.v, self.t = self.step(
+            self.params, self.m, self.v, self.t, self.batch)
+        block(self.params)
+
+    def check(self):
+        return self.first
+
+
 def make(name, p):
     if name.startswith("case"):
         return MatmulCase(int(name[4:]), p)
@@ -306,6 +435,8 @@ def make(name, p):
         return Megatron(p)
     if name == "training":
         return Training(p)
+    if name == "transformer":
+        return Transformer(p)
     if name in ("all_gather", "psum", "psum_scatter"):
         return Collective(name, p)
     return None

@@ -21,6 +21,7 @@ using registry = std::map<std::string, factory>;
 void add_matmul_workloads(registry& r);      // typeshard_matmul.cpp
 void add_model_workloads(registry& r);       // typeshard_models.cpp
 void add_collective_workloads(registry& r);  // typeshard_collectives.cpp
+void add_transformer_workload(registry& r);  // typeshard_transformer.cpp
 
 // What every device's GEMM runs, for the report: "gemm: typeshard avx512; ".
 inline std::string gemm_info() {

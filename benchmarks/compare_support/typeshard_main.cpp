@@ -25,5 +25,6 @@ int main() {
   compare::add_matmul_workloads(r);
   compare::add_model_workloads(r);
   compare::add_collective_workloads(r);
+  compare::add_transformer_workload(r);
   return compare::serve(r);
 }

@@ -1,0 +1,124 @@
+// benchmarks/compare_support/typeshard_transformer.cpp: the transformer training step of
+// benchmarks/compare in typeshard: examples/transformer.cpp's model itself
+// (examples/support/transformer_model.hpp) on the 2 x 4 mesh (data, model), one step being
+// ts::value_and_grad of the loss and the ZeRO-1 Adam update of its 11 parameters, every
+// collective chosen at compile time. jax_contender.py's Transformer runs the same model with
+// the same shardings and the same data.
+//
+// Data (protocol.hpp's values): E seed 30, P seed 31 (x 0.5), block b's fused QKV seed
+// 40 + 10b (/ sqrt(D)), Wo 41 + 10b (x 0.5 / sqrt(D)), W1 42 + 10b (/ sqrt(D)), W2 43 + 10b
+// (x 0.5 / sqrt(F)), Wout seed 60 (/ sqrt(D)); token i of the flattened batch is
+// (i * 40503 + 11) mod V and its target the previous token (0 first). The check: the first
+// step's gradients of Wout, block 0's W1 and E, sampled.
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "../../examples/support/transformer_model.hpp"
+#include "typeshard_contender.hpp"
+
+namespace compare {
+
+namespace {
+
+namespace model = examples::transformer;
+using mesh_2x4 = ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>;
+
+ts::host_tensor<float, 2> host2(std::size_t r, std::size_t c, std::uint64_t seed, float scale) {
+  ts::host_tensor<float, 2> t({r, c});
+  fill(t.data(), t.size(), seed, 0, scale);
+  return t;
+}
+
+model::host_params transformer_params(const model::config& c) {
+  const std::size_t D = c.d_model, F = c.hidden;
+  const float d = std::sqrt(static_cast<float>(D)), f = std::sqrt(static_cast<float>(F));
+  model::host_params p;
+  p.mats.push_back(host2(c.vocab, D, 30, 1.0f));
+  p.mats.push_back(host2(c.seq, D, 31, 0.5f));
+  for (std::uint64_t b = 0; b < model::blocks; ++b) {
+    ts::host_tensor<float, 3> qkv({D, 3, D});
+    fill(qkv.data(), qkv.size(), 40 + 10 * b, 0, 1.0f / d);
+    p.qkv.push_back(std::move(qkv));
+    p.mats.push_back(host2(D, D, 41 + 10 * b, 0.5f / d));
+    p.mats.push_back(host2(D, F, 42 + 10 * b, 1.0f / d));
+    p.mats.push_back(host2(F, D, 43 + 10 * b, 0.5f / f));
+  }
+  p.mats.push_back(host2(D, c.vocab, 60, 1.0f / d));
+  return p;
+}
+
+model::host_batch transformer_batch(const model::config& c) {
+  model::host_batch b{ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab}),
+                      ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab})};
+  for (std::size_t i = 0; i < c.batch; ++i) {
+    std::size_t previous = 0;
+    for (std::size_t s = 0; s < c.seq; ++s) {
+      const std::size_t t = ((i * c.seq + s) * 40503u + 11u) % c.vocab;
+      b.inputs(i, s, t) = 1.0f;
+      b.targets(i, s, previous) = 1.0f;
+      previous = t;
+    }
+  }
+  return b;
+}
+
+class transformer_step final : public instance {
+ public:
+  explicit transformer_step(const model::config& c)
+      : params_(model::put_params(mesh_, transformer_params(c))),
+        inputs_(model::put_inputs(mesh_, c, transformer_batch(c))),
+        optimizer_(params_, ts::adam_options{}) {}
+
+  void run() override {
+    auto [loss, grads] = model::value_and_grads(params_, inputs_);
+    if (check_.empty()) {  // the warm-up: sample the first step's gradients (reduced)
+      using namespace model;
+      append(sample_array(ts::reshard<rep2>(std::get<10>(grads))));
+      append(sample_array(ts::reshard<W1_spec>(std::get<4>(grads))));
+      append(sample_array(ts::reshard<rep2>(std::get<0>(grads))));
+      first_loss_ = ts::to_host(loss)(0);
+    }
+    optimizer_.update(params_, grads);
+  }
+
+  std::vector<double> check() override { return check_; }
+
+  std::string info() override {
+    return gemm_info() + "first loss " + std::to_string(first_loss_) +
+           "; value_and_grad of the global-view loss, ZeRO-1 Adam (ts::zero_adam_update)";
+  }
+
+ private:
+  void append(const std::vector<double>& v) { check_.insert(check_.end(), v.begin(), v.end()); }
+
+  ts::device_mesh<mesh_2x4> mesh_{devices()};
+  model::params_t<mesh_2x4> params_;
+  model::inputs<mesh_2x4> inputs_;
+  model::optimizer<mesh_2x4> optimizer_;
+  std::vector<double> check_;
+  double first_loss_ = 0;
+};
+
+}  // namespace
+
+void add_transformer_workload(registry& r) {
+  r["transformer"] = [](const params& p) -> std::unique_ptr<instance> {
+    model::config c;
+    c.batch = p.get("batch");
+    c.seq = p.get("seq");
+    c.vocab = p.get("vocab");
+    c.d_model = p.get("d");
+    c.hidden = p.get("f");
+    c.heads = p.get("heads");
+    if (c.heads != model::heads)
+      throw std::runtime_error("the model is built for " + std::to_string(model::heads) +
+                               " heads (examples/support/transformer_model.hpp)");
+    return std::make_unique<transformer_step>(c);
+  };
+}
+
+}  // namespace compare
