@@ -14,7 +14,11 @@
 #include <typeshard/backend/backend.hpp>
 #include <typeshard/backend/threads.hpp>
 #include <typeshard/detail/buffer.hpp>
+#include <typeshard/array/detail/copy_box.hpp>
+#include <typeshard/core/layout.hpp>
 #include <typeshard/kernels/gemm.hpp>
+#include <typeshard/ops/detail/einsum_kernel.hpp>
+#include <typeshard/plan/reshard_plan.hpp>
 #include <typeshard/viz/visualize.hpp>
 
 #include <typeshard/backend/impl/backend.ipp>
@@ -31,3 +35,15 @@ template void typeshard::kernels::gemm<double>(std::size_t, std::size_t, std::si
                                                const double*, std::size_t, const double*,
                                                std::size_t, double*, std::size_t, bool,
                                                typeshard::kernels::gemm_ops);
+
+// The value-level kernels of the common element types and ranks (declared `extern template`
+// in their headers in this mode: core/config.hpp's TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS).
+namespace typeshard {
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_SHAPE_STRING_INSTANCE, template)
+}  // namespace typeshard
+namespace typeshard::detail {
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_COPY_BOX_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_LOCAL_EINSUM_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_LAYOUT_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_PLAN_RESHARD_INSTANCE, template)
+}  // namespace typeshard::detail

@@ -18,3 +18,12 @@
 // Defined in the headers (impl/*.ipp), inline.
 #define TYPESHARD_RUNTIME_DECL inline
 #endif
+
+// The element types and ranks whose value-level kernels (a function of the element type and
+// rank only: block copies, the local einsum, shape strings) typeshard::runtime compiles once.
+// X(prefix, T, R) is applied to each; the headers declare them `extern template` in
+// TYPESHARD_SEPARATE_COMPILATION mode and src/typeshard_runtime.cpp defines them.
+#define TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(X, prefix)                                      \
+  X(prefix, float, 1) X(prefix, float, 2) X(prefix, float, 3) X(prefix, float, 4)             \
+  X(prefix, double, 1) X(prefix, double, 2) X(prefix, double, 3) X(prefix, double, 4)
+#define TYPESHARD_FOR_RUNTIME_RANKS(X, prefix) X(prefix, 1) X(prefix, 2) X(prefix, 3) X(prefix, 4)

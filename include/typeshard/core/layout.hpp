@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "config.hpp"
 #include "mesh.hpp"
 #include "spec.hpp"
 
@@ -64,6 +65,14 @@ std::string to_string(const shape<Rank>& s) {
   if (Rank == 1) out += ",";
   return out + ")";
 }
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
+#define TYPESHARD_SHAPE_STRING_INSTANCE(prefix, R)                                             \
+  prefix std::string to_string<R>(const index_slices<R>&);                                     \
+  prefix std::string to_string<R>(const shape<R>&);
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_SHAPE_STRING_INSTANCE, extern template)
+#endif
 
 // Block extent of one shard when `extent` is split into `shards`: ceil(extent / shards).
 constexpr std::size_t block_extent(std::size_t extent, std::size_t shards) {
