@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,16 +55,24 @@ std::string to_string(const index_slices<Rank>& index) {
   return out + ")";
 }
 
-// "(4096, 4096)", as numpy prints a shape.
-template <std::size_t Rank>
-std::string to_string(const shape<Rank>& s) {
+namespace detail {
+// A function of the values only (one copy per TU, not per rank): shapes are printed in
+// error messages, which every operation builds on its failure paths.
+TYPESHARD_COLD inline std::string shape_string(std::span<const std::size_t> s) {
   std::string out = "(";
-  for (std::size_t d = 0; d < Rank; ++d) {
+  for (std::size_t d = 0; d < s.size(); ++d) {
     if (d) out += ", ";
     out += std::to_string(s[d]);
   }
-  if (Rank == 1) out += ",";
+  if (s.size() == 1) out += ",";
   return out + ")";
+}
+}  // namespace detail
+
+// "(4096, 4096)", as numpy prints a shape.
+template <std::size_t Rank>
+std::string to_string(const shape<Rank>& s) {
+  return detail::shape_string(s);
 }
 
 #if defined(TYPESHARD_SEPARATE_COMPILATION)
