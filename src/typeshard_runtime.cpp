@@ -18,6 +18,8 @@
 #include <typeshard/core/layout.hpp>
 #include <typeshard/kernels/gemm.hpp>
 #include <typeshard/ops/detail/einsum_kernel.hpp>
+#include <typeshard/plan/detail/einsum_planner.hpp>
+#include <typeshard/plan/matmul_plan.hpp>
 #include <typeshard/plan/reshard_plan.hpp>
 #include <typeshard/viz/visualize.hpp>
 
@@ -46,4 +48,8 @@ TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_COPY_BOX_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_LOCAL_EINSUM_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_LAYOUT_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_PLAN_RESHARD_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_STEPS_INSTANCE, template)
+TYPESHARD_MATMUL_STEPS_INSTANCE(template, 2)
+TYPESHARD_MATMUL_STEPS_INSTANCE(template, 3)
+TYPESHARD_MATMUL_STEPS_INSTANCE(template, 4)
 }  // namespace typeshard::detail
