@@ -28,10 +28,11 @@
   X(prefix, double, 1) X(prefix, double, 2) X(prefix, double, 3) X(prefix, double, 4)
 #define TYPESHARD_FOR_RUNTIME_RANKS(X, prefix) X(prefix, 1) X(prefix, 2) X(prefix, 3) X(prefix, 4)
 
-// Code that runs once or only to report (drawing ts::visualize's picture, building a thread
-// pool, formatting an error): GCC and Clang optimise a cold function for size and leave its
-// loops alone, which compiles it markedly faster in every TU of a header-only program.
-// Never on a path that runs per element or per step.
+// Code that runs once per operation or only to report (drawing ts::visualize's picture,
+// building a thread pool, planning an operation's steps for its run-time extents, formatting
+// an error): GCC and Clang optimise a cold function for size and leave its loops alone,
+// which compiles it markedly faster in every TU of a header-only program. Never on a path
+// that runs per element, per block or per step.
 #if defined(__GNUC__) || defined(__clang__)
 #define TYPESHARD_COLD [[gnu::cold]]
 #else

@@ -104,7 +104,7 @@ constexpr matmul_step_list<Rank> matmul_steps_body(const matmul_choice<Rank>& c,
 // The same computed while a program runs (ts::matmul plans for the actual extents): a plain
 // function of the rank, compiled once per rank in typeshard::runtime (extern template below).
 template <std::size_t Rank>
-matmul_step_list<Rank> matmul_steps_at_run_time(const matmul_choice<Rank>& c, bool even_lhs,
+TYPESHARD_COLD matmul_step_list<Rank> matmul_steps_at_run_time(const matmul_choice<Rank>& c, bool even_lhs,
                                                 bool even_rhs, bool even_out) {
   return matmul_steps_body(c, even_lhs, even_rhs, even_out);
 }

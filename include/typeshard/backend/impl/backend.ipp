@@ -139,6 +139,7 @@ TYPESHARD_RUNTIME_DECL void backend::permute(const collective_group& g, element_
              detail::collective_signature({5, detail::signature_code(t)}));
 }
 
+TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL void backend::throw_signature_mismatch() {
   throw usage_error(
       "typeshard: the devices of a collective group called different collectives (or the "
@@ -146,6 +147,7 @@ TYPESHARD_RUNTIME_DECL void backend::throw_signature_mismatch() {
       "collectives in the same order");
 }
 
+TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL void backend::throw_not_a_permutation(std::size_t sender,
                                                              std::size_t receiver,
                                                              std::size_t receiver_source) {
@@ -156,6 +158,7 @@ TYPESHARD_RUNTIME_DECL void backend::throw_not_a_permutation(std::size_t sender,
                     "; give a permutation (each member sends to one and receives from one)");
 }
 
+TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL void backend::throw_permute_count_mismatch(std::size_t receiver,
                                                                   std::size_t expected,
                                                                   std::size_t sender,

@@ -297,7 +297,7 @@ constexpr einsum_step_list<R> einsum_steps_body(const einsum_choice<R>& c, bool 
 // The same computed while a program runs (ts::einsum plans for the actual extents): a plain
 // function of the rank, compiled once per rank in typeshard::runtime (extern template below).
 template <std::size_t R>
-einsum_step_list<R> einsum_steps_at_run_time(const einsum_choice<R>& c, bool even_lhs,
+TYPESHARD_COLD einsum_step_list<R> einsum_steps_at_run_time(const einsum_choice<R>& c, bool even_lhs,
                                              bool even_rhs, bool even_out) {
   return einsum_steps_body(c, even_lhs, even_rhs, even_out);
 }
