@@ -1,7 +1,9 @@
 // src/typeshard_runtime.cpp: typeshard's separately compiled runtime (CMake target
 // typeshard::runtime). It compiles once what a header-only program compiles in every TU
 // that uses it: the backend interface's checks, the thread pool, the shard allocator, the
-// per-shard GEMMs, the drawing of ts::visualize.
+// per-shard GEMMs, the drawing of ts::visualize, and the templates of the element type and
+// rank only (block copies, the local einsum, the run-time planners) for float and double,
+// ranks 1 to 4.
 // See include/typeshard/core/config.hpp.
 //
 // Built by hand: g++ -std=c++20 -O2 -DTYPESHARD_SEPARATE_COMPILATION -Iinclude -c
