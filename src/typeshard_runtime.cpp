@@ -1,7 +1,9 @@
 // src/typeshard_runtime.cpp: typeshard's separately compiled runtime (CMake target
 // typeshard::runtime). It compiles once what a header-only program compiles in every TU
 // that uses it: the backend interface's checks, the thread pool, the shard allocator, the
-// per-shard GEMMs, the drawing of ts::visualize.
+// per-shard GEMMs, the drawing of ts::visualize, and the templates of the element type and
+// rank only (block copies, the local einsum, the run-time planners) for float and double,
+// ranks 1 to 4.
 // See include/typeshard/core/config.hpp.
 //
 // Built by hand: g++ -std=c++20 -O2 -DTYPESHARD_SEPARATE_COMPILATION -Iinclude -c
@@ -14,7 +16,13 @@
 #include <typeshard/backend/backend.hpp>
 #include <typeshard/backend/threads.hpp>
 #include <typeshard/detail/buffer.hpp>
+#include <typeshard/array/detail/copy_box.hpp>
+#include <typeshard/core/layout.hpp>
 #include <typeshard/kernels/gemm.hpp>
+#include <typeshard/ops/detail/einsum_kernel.hpp>
+#include <typeshard/plan/detail/einsum_planner.hpp>
+#include <typeshard/plan/matmul_plan.hpp>
+#include <typeshard/plan/reshard_plan.hpp>
 #include <typeshard/viz/visualize.hpp>
 
 #include <typeshard/backend/impl/backend.ipp>
@@ -31,3 +39,19 @@ template void typeshard::kernels::gemm<double>(std::size_t, std::size_t, std::si
                                                const double*, std::size_t, const double*,
                                                std::size_t, double*, std::size_t, bool,
                                                typeshard::kernels::gemm_ops);
+
+// The value-level kernels of the common element types and ranks (declared `extern template`
+// in their headers in this mode: core/config.hpp's TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS).
+namespace typeshard {
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_SHAPE_STRING_INSTANCE, template)
+}  // namespace typeshard
+namespace typeshard::detail {
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_COPY_BOX_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_LOCAL_EINSUM_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_LAYOUT_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_PLAN_RESHARD_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_STEPS_INSTANCE, template)
+TYPESHARD_MATMUL_STEPS_INSTANCE(template, 2)
+TYPESHARD_MATMUL_STEPS_INSTANCE(template, 3)
+TYPESHARD_MATMUL_STEPS_INSTANCE(template, 4)
+}  // namespace typeshard::detail

@@ -17,10 +17,71 @@
 #include <vector>
 
 #include "../backend/backend.hpp"
+#include "../core/config.hpp"
 #include "../core/errors.hpp"
 #include "../core/mesh.hpp"
 
 namespace typeshard {
+
+namespace detail {
+
+// device_mesh's checks and strings are functions of values (the mesh's printed name, its
+// size, the device list), compiled once per TU rather than once per mesh type.
+[[noreturn]] TYPESHARD_COLD inline void throw_too_few_devices(const std::string& mesh,
+                                                           std::size_t need, std::size_t have) {
+  throw device_mesh_error("typeshard: " + mesh + " needs " + std::to_string(need) +
+                          " devices but the backend has " + std::to_string(have) +
+                          "; create more devices or use a smaller mesh");
+}
+
+TYPESHARD_COLD inline void check_device_list(const backend& b,
+                                             const std::vector<device_id>& devices,
+                                             std::size_t need, const std::string& mesh) {
+  if (devices.size() != need)
+    throw device_mesh_error("typeshard: " + mesh + " needs exactly " + std::to_string(need) +
+                            " devices, but the device list has " +
+                            std::to_string(devices.size()) +
+                            "; list one device per mesh position");
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i] >= b.device_count())
+      throw device_mesh_error("typeshard: device " + std::to_string(devices[i]) + " (entry " +
+                              std::to_string(i) +
+                              " of the device list) does not exist: the backend has " +
+                              std::to_string(b.device_count()) + " devices, 0 to " +
+                              std::to_string(b.device_count() - 1));
+    for (std::size_t j = 0; j < i; ++j)
+      if (devices[j] == devices[i])
+        throw device_mesh_error("typeshard: device " + std::to_string(devices[i]) +
+                                " appears twice in the device list (entries " +
+                                std::to_string(j) + " and " + std::to_string(i) +
+                                "); each mesh position needs its own device");
+  }
+}
+
+TYPESHARD_COLD inline std::string devices_string(const std::string& mesh,
+                                                 const std::vector<device_id>& devices) {
+  std::string out = mesh + " on devices [";
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(devices[i]);
+  }
+  return out + "]";
+}
+
+// Two operands of `op` on different device meshes (printed as device_mesh::to_string).
+[[noreturn]] TYPESHARD_COLD inline void throw_operands_on_different_devices(
+    const char* op, const std::string& a, const std::string& b, const char* fix) {
+  throw device_mesh_error(std::string("typeshard: ") + op +
+                          ": the operands live on different devices: " + a + " and " + b +
+                          "; " + fix);
+}
+
+// What the operations that need both operands on one device mesh tell the user to do.
+inline constexpr const char* move_to_other_devices_fix =
+    "fix: move one onto the other's devices with ts::device_put(x, other.device_mesh()) (or "
+    "ts::reshard<Spec>(x, mesh))";
+
+}  // namespace detail
 
 template <mesh_type Mesh>
 class device_mesh {
@@ -31,10 +92,7 @@ class device_mesh {
   explicit device_mesh(backend& b) : backend_(&b) {
     b.check_default_mesh(Mesh::size, Mesh::to_string());
     if (b.device_count() < Mesh::size)
-      throw device_mesh_error("typeshard: " + Mesh::to_string() + " needs " +
-                              std::to_string(Mesh::size) + " devices but the backend has " +
-                              std::to_string(b.device_count()) +
-                              "; create more devices or use a smaller mesh");
+      detail::throw_too_few_devices(Mesh::to_string(), Mesh::size, b.device_count());
     std::vector<device_id> ids(Mesh::size);
     for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = i;
     devices_ = std::make_shared<const std::vector<device_id>>(std::move(ids));
@@ -42,7 +100,7 @@ class device_mesh {
 
   // An explicit device list, in mesh row-major order: subsets, strides, custom orders.
   device_mesh(backend& b, std::vector<device_id> devices) : backend_(&b) {
-    check(b, devices);
+    detail::check_device_list(b, devices, Mesh::size, Mesh::to_string());
     devices_ = std::make_shared<const std::vector<device_id>>(std::move(devices));
   }
   device_mesh(backend& b, std::initializer_list<device_id> devices)
@@ -59,38 +117,9 @@ class device_mesh {
   }
 
   // "Mesh('x': 2, 'y': 2) on devices [0, 1, 2, 3]".
-  std::string to_string() const {
-    std::string out = Mesh::to_string() + " on devices [";
-    for (std::size_t i = 0; i < devices_->size(); ++i) {
-      if (i) out += ", ";
-      out += std::to_string((*devices_)[i]);
-    }
-    return out + "]";
-  }
+  std::string to_string() const { return detail::devices_string(Mesh::to_string(), *devices_); }
 
  private:
-  static void check(const backend& b, const std::vector<device_id>& devices) {
-    if (devices.size() != Mesh::size)
-      throw device_mesh_error("typeshard: " + Mesh::to_string() + " needs exactly " +
-                              std::to_string(Mesh::size) + " devices, but the device list has " +
-                              std::to_string(devices.size()) +
-                              "; list one device per mesh position");
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      if (devices[i] >= b.device_count())
-        throw device_mesh_error("typeshard: device " + std::to_string(devices[i]) +
-                                " (entry " + std::to_string(i) +
-                                " of the device list) does not exist: the backend has " +
-                                std::to_string(b.device_count()) + " devices, 0 to " +
-                                std::to_string(b.device_count() - 1));
-      for (std::size_t j = 0; j < i; ++j)
-        if (devices[j] == devices[i])
-          throw device_mesh_error("typeshard: device " + std::to_string(devices[i]) +
-                                  " appears twice in the device list (entries " +
-                                  std::to_string(j) + " and " + std::to_string(i) +
-                                  "); each mesh position needs its own device");
-    }
-  }
-
   backend* backend_;
   std::shared_ptr<const std::vector<device_id>> devices_;
 };

@@ -16,10 +16,30 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/errors.hpp"
 #include "../core/layout.hpp"
 
 namespace typeshard {
+
+namespace detail {
+
+// host_tensor's failures, out of line: functions of values, one copy per TU.
+[[noreturn]] TYPESHARD_COLD inline void throw_value_count_mismatch(
+    std::span<const std::size_t> extents, std::size_t need, std::size_t got) {
+  throw shape_error("typeshard: host_tensor of shape " + shape_string(extents) + " needs " +
+                    std::to_string(need) + " values, got " + std::to_string(got) +
+                    "; pass exactly one value per element");
+}
+
+[[noreturn]] TYPESHARD_COLD inline void throw_too_many_elements(
+    std::span<const std::size_t> extents, std::size_t n, std::size_t max) {
+  throw shape_error("typeshard: host_tensor of shape " + shape_string(extents) + " has " +
+                    std::to_string(n) + " elements, more than fit in memory (at most " +
+                    std::to_string(max) + "); use smaller extents");
+}
+
+}  // namespace detail
 
 template <class T, std::size_t Rank>
 class host_tensor {
@@ -42,9 +62,7 @@ class host_tensor {
   host_tensor(const shape<Rank>& extents, std::vector<T> values)
       : extents_(extents), data_(std::move(values)) {
     if (data_.size() != element_count(extents))
-      throw shape_error("typeshard: host_tensor of shape " + to_string(extents) + " needs " +
-                        std::to_string(element_count(extents)) + " values, got " +
-                        std::to_string(data_.size()) + "; pass exactly one value per element");
+      detail::throw_value_count_mismatch(extents, element_count(extents), data_.size());
   }
 
   host_tensor(const shape<Rank>& extents, std::initializer_list<T> values)
@@ -92,10 +110,7 @@ class host_tensor {
   static std::size_t storable_count(const shape<Rank>& extents) {
     const std::size_t n = element_count(extents);
     if (n > std::vector<T>().max_size())
-      throw shape_error("typeshard: host_tensor of shape " + to_string(extents) + " has " +
-                        std::to_string(n) + " elements, more than fit in memory (at most " +
-                        std::to_string(std::vector<T>().max_size()) +
-                        "); use smaller extents");
+      detail::throw_too_many_elements(extents, n, std::vector<T>().max_size());
     return n;
   }
 

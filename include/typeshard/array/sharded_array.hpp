@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../backend/backend.hpp"
+#include "../core/config.hpp"
 #include "../detail/buffer.hpp"
 #include "detail/copy_box.hpp"
 #include "device_mesh.hpp"
@@ -37,6 +38,20 @@
 #include "../core/rules/rule6_extents.hpp"
 
 namespace typeshard {
+
+namespace detail {
+
+// check_static_extents's failure, out of line: a function of values, one copy per TU.
+[[noreturn]] TYPESHARD_COLD inline void throw_static_extent_mismatch(std::size_t d,
+                                                                  std::size_t got,
+                                                                  std::size_t fixed) {
+  throw shape_error("typeshard: dimension " + std::to_string(d) + " has extent " +
+                    std::to_string(got) + " but the array type fixes it to " +
+                    std::to_string(fixed) + "; pass data of that extent or make the extent "
+                    "ts::dyn");
+}
+
+}  // namespace detail
 
 // shard: one addressable shard, JAX's Shard (device, index, data).
 template <class T, std::size_t Rank>
@@ -140,10 +155,7 @@ class sharded_array {
   static void check_static_extents(const shape_type& extents) {
     for (std::size_t d = 0; d < rank; ++d)
       if (Extents::is_static(d) && Extents::static_extents[d] != extents[d])
-        throw shape_error("typeshard: dimension " + std::to_string(d) + " has extent " +
-                          std::to_string(extents[d]) + " but the array type fixes it to " +
-                          std::to_string(Extents::static_extents[d]) +
-                          "; pass data of that extent or make the extent ts::dyn");
+        detail::throw_static_extent_mismatch(d, extents[d], Extents::static_extents[d]);
   }
 
  private:

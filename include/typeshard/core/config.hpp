@@ -18,3 +18,23 @@
 // Defined in the headers (impl/*.ipp), inline.
 #define TYPESHARD_RUNTIME_DECL inline
 #endif
+
+// The element types and ranks whose value-level kernels (a function of the element type and
+// rank only: block copies, the local einsum, shape strings) typeshard::runtime compiles once.
+// X(prefix, T, R) is applied to each; the headers declare them `extern template` in
+// TYPESHARD_SEPARATE_COMPILATION mode and src/typeshard_runtime.cpp defines them.
+#define TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(X, prefix)                                      \
+  X(prefix, float, 1) X(prefix, float, 2) X(prefix, float, 3) X(prefix, float, 4)             \
+  X(prefix, double, 1) X(prefix, double, 2) X(prefix, double, 3) X(prefix, double, 4)
+#define TYPESHARD_FOR_RUNTIME_RANKS(X, prefix) X(prefix, 1) X(prefix, 2) X(prefix, 3) X(prefix, 4)
+
+// Code that runs once per operation or only to report (drawing ts::visualize's picture,
+// building a thread pool, planning an operation's steps for its run-time extents, formatting
+// an error): GCC and Clang optimise a cold function for size and leave its loops alone,
+// which compiles it markedly faster in every TU of a header-only program. Never on a path
+// that runs per element, per block or per step.
+#if defined(__GNUC__) || defined(__clang__)
+#define TYPESHARD_COLD [[gnu::cold]]
+#else
+#define TYPESHARD_COLD
+#endif

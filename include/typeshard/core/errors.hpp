@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "config.hpp"
+
 namespace typeshard {
 
 // Base of every typeshard run-time error.
@@ -64,12 +66,16 @@ class usage_error : public error {
 namespace detail {
 
 // a * b, or a shape_error naming `what` if the product does not fit in size_t.
+[[noreturn]] TYPESHARD_COLD inline void throw_extent_overflow(const char* what, std::size_t a,
+                                                           std::size_t b) {
+  throw shape_error(std::string("typeshard: ") + what + ": the product of the extents (" +
+                    std::to_string(a) + " * " + std::to_string(b) +
+                    ") overflows size_t; use smaller extents");
+}
+
 inline std::size_t checked_multiply(std::size_t a, std::size_t b, const char* what) {
   std::size_t out = 0;
-  if (__builtin_mul_overflow(a, b, &out))
-    throw shape_error(std::string("typeshard: ") + what + ": the product of the extents (" +
-                      std::to_string(a) + " * " + std::to_string(b) +
-                      ") overflows size_t; use smaller extents");
+  if (__builtin_mul_overflow(a, b, &out)) throw_extent_overflow(what, a, b);
   return out;
 }
 

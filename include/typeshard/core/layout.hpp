@@ -13,9 +13,11 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "config.hpp"
 #include "mesh.hpp"
 #include "spec.hpp"
 
@@ -53,17 +55,33 @@ std::string to_string(const index_slices<Rank>& index) {
   return out + ")";
 }
 
-// "(4096, 4096)", as numpy prints a shape.
-template <std::size_t Rank>
-std::string to_string(const shape<Rank>& s) {
+namespace detail {
+// A function of the values only (one copy per TU, not per rank): shapes are printed in
+// error messages, which every operation builds on its failure paths.
+TYPESHARD_COLD inline std::string shape_string(std::span<const std::size_t> s) {
   std::string out = "(";
-  for (std::size_t d = 0; d < Rank; ++d) {
+  for (std::size_t d = 0; d < s.size(); ++d) {
     if (d) out += ", ";
     out += std::to_string(s[d]);
   }
-  if (Rank == 1) out += ",";
+  if (s.size() == 1) out += ",";
   return out + ")";
 }
+}  // namespace detail
+
+// "(4096, 4096)", as numpy prints a shape.
+template <std::size_t Rank>
+std::string to_string(const shape<Rank>& s) {
+  return detail::shape_string(s);
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
+#define TYPESHARD_SHAPE_STRING_INSTANCE(prefix, R)                                             \
+  prefix std::string to_string<R>(const index_slices<R>&);                                     \
+  prefix std::string to_string<R>(const shape<R>&);
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_SHAPE_STRING_INSTANCE, extern template)
+#endif
 
 // Block extent of one shard when `extent` is split into `shards`: ceil(extent / shards).
 constexpr std::size_t block_extent(std::size_t extent, std::size_t shards) {

@@ -10,9 +10,11 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "config.hpp"
 #include "detail/axis_name.hpp"
 #include "detail/diagnose.hpp"
 #include "rules/mesh.hpp"
@@ -66,6 +68,19 @@ constexpr std::size_t first_empty_axis(const std::array<axis, Rank>& axes) {
   for (std::size_t i = 0; i < Rank; ++i)
     if (axes[i].size == 0) return i;
   return npos;
+}
+
+// "Mesh('x': 2, 'y': 2)": a function of the axes' values, one copy per TU (not per mesh).
+TYPESHARD_COLD inline std::string mesh_string(std::span<const axis> axes) {
+  std::string out = "Mesh(";
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    if (i) out += ", ";
+    out += '\'';
+    out += axes[i].name.view();
+    out += "': ";
+    out += std::to_string(axes[i].size);
+  }
+  return out + ")";
 }
 
 }  // namespace detail
@@ -133,17 +148,7 @@ struct mesh {
   }
 
   // "Mesh('x': 2, 'y': 2)", as JAX prints a mesh.
-  static std::string to_string() {
-    std::string out = "Mesh(";
-    for (std::size_t i = 0; i < rank; ++i) {
-      if (i) out += ", ";
-      out += '\'';
-      out += axes[i].name.view();
-      out += "': ";
-      out += std::to_string(axes[i].size);
-    }
-    return out + ")";
-  }
+  static std::string to_string() { return detail::mesh_string(axes); }
 };
 
 // is_mesh<T>: whether T is a typeshard::mesh.

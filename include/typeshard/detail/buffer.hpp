@@ -112,6 +112,14 @@ class block_pool {
 TYPESHARD_RUNTIME_DECL void* allocate_block(std::size_t bytes);
 TYPESHARD_RUNTIME_DECL void free_block(void* p, std::size_t bytes);
 
+// buffer<T>::bytes's failure, out of line: a function of values, one copy per TU.
+[[noreturn]] TYPESHARD_COLD inline void throw_block_too_large(std::size_t n, std::size_t size) {
+  throw shape_error("typeshard: a block of " + std::to_string(n) + " elements of " +
+                    std::to_string(size) +
+                    " bytes needs more bytes than size_t can count (the size overflows "
+                    "size_t); use smaller extents");
+}
+
 // buffer<T>: n elements, 64-byte aligned, uninitialised until written. Allocated by the
 // device that owns it (inside that device's function), so its pages are first touched
 // there, unless the block is one the pool (above) recycles.
@@ -140,10 +148,7 @@ class buffer {
   // a small allocation that the n elements then overrun).
   static std::size_t bytes(std::size_t n) {
     if (n > std::numeric_limits<std::size_t>::max() / sizeof(T))
-      throw shape_error("typeshard: a block of " + std::to_string(n) + " elements of " +
-                        std::to_string(sizeof(T)) +
-                        " bytes needs more bytes than size_t can count (the size overflows "
-                        "size_t); use smaller extents");
+      throw_block_too_large(n, sizeof(T));
     return n * sizeof(T);
   }
 

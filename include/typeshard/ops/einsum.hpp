@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "../array/device_mesh.hpp"
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
+#include "../core/config.hpp"
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
 #include "../core/rules/rule2_einsum.hpp"
@@ -104,22 +106,30 @@ std::vector<buffer<T>> run_einsum(const einsum_equation& eq, const einsum_choice
   return out;
 }
 
+// check_einsum_operands's failure, out of line: a function of values, one copy per TU.
+[[noreturn]] TYPESHARD_COLD inline void throw_einsum_extent_mismatch(std::string_view subscripts,
+                                                                  char letter, std::size_t l,
+                                                                  std::size_t a, std::size_t r,
+                                                                  std::size_t b) {
+  throw shape_error(std::string("typeshard: einsum ") + std::string(subscripts) + ": letter '" +
+                    letter + "' has extent " + std::to_string(a) + " in lhs (dimension " +
+                    std::to_string(l) + ") but " + std::to_string(b) + " in rhs (dimension " +
+                    std::to_string(r) +
+                    "); a letter names one dimension: pass operands whose extents agree");
+}
+
 // The checks only run time can make: same devices, each letter's extents equal.
 template <einsum_subscripts S, class A, class B>
 void check_einsum_operands(const A& a, const B& b) {
   constexpr einsum_equation eq = equation_of<S>;
   if (!(a.device_mesh() == b.device_mesh()))
-    throw device_mesh_error("typeshard: einsum: the operands live on different devices: " +
-                            a.device_mesh().to_string() + " and " + b.device_mesh().to_string() +
-                            "; device_put both on one device mesh");
+    throw_operands_on_different_devices("einsum", a.device_mesh().to_string(),
+                                        b.device_mesh().to_string(),
+                                        "device_put both on one device mesh");
   for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
     const std::size_t r = eq.rhs_dim(eq.lhs[l]);
     if (r < eq.rhs_rank && a.extent(l) != b.extent(r))
-      throw shape_error(std::string("typeshard: einsum ") + std::string(S.view()) + ": letter '" +
-                        eq.lhs[l] + "' has extent " + std::to_string(a.extent(l)) +
-                        " in lhs (dimension " + std::to_string(l) + ") but " +
-                        std::to_string(b.extent(r)) + " in rhs (dimension " + std::to_string(r) +
-                        "); a letter names one dimension: pass operands whose extents agree");
+      throw_einsum_extent_mismatch(S.view(), eq.lhs[l], l, a.extent(l), r, b.extent(r));
   }
 }
 

@@ -29,6 +29,7 @@
 #include "../core/detail/diagnose.hpp"
 #include "../core/errors.hpp"
 #include "../array/block.hpp"
+#include "../array/device_mesh.hpp"
 #include "../array/block_elementwise.hpp"
 #include "../array/sharded_array.hpp"
 #include "../kernels/functors.hpp"
@@ -138,11 +139,9 @@ constexpr bool check_elementwise_operands() {
 template <class A, class B>
 void check_same_devices(const A& a, const B& b, const char* op) {
   if (!(a.device_mesh() == b.device_mesh()))
-    throw device_mesh_error(std::string("typeshard: ") + op +
-                            ": the operands live on different devices: " +
-                            a.device_mesh().to_string() + " and " + b.device_mesh().to_string() +
-                            "; fix: move one onto the other's devices with ts::device_put(x, "
-                            "other.device_mesh()) (or ts::reshard<Spec>(x, mesh))");
+    throw_operands_on_different_devices(op, a.device_mesh().to_string(),
+                                        b.device_mesh().to_string(),
+                                        move_to_other_devices_fix);
 }
 
 }  // namespace detail

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "../backend/backend.hpp"
+#include "../core/config.hpp"
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../plan/detail/einsum_planner.hpp"
@@ -139,26 +140,33 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
   return out;
 }
 
+// check_matmul_operands's failures, out of line: functions of values, one copy per TU.
+[[noreturn]] TYPESHARD_COLD inline void throw_matmul_inner_mismatch(std::size_t a_cols,
+                                                                 std::size_t b_rows) {
+  throw shape_error("typeshard: matmul: lhs has " + std::to_string(a_cols) +
+                    " columns (J, its last dimension) but rhs has " + std::to_string(b_rows) +
+                    " rows (J, its second-to-last); A[..., I, J] . B[..., J, K] needs them "
+                    "equal: pass operands of matching inner extent");
+}
+[[noreturn]] TYPESHARD_COLD inline void throw_matmul_batch_mismatch(std::size_t d, std::size_t a,
+                                                                 std::size_t b) {
+  throw shape_error("typeshard: matmul: batch dimension " + std::to_string(d) + " has extent " +
+                    std::to_string(a) + " in lhs but " + std::to_string(b) +
+                    " in rhs; batched operands need the same batch extents");
+}
+
 // The checks only run time can make: same devices, equal J and batch extents.
 template <class A, class B>
 void check_matmul_operands(const A& a, const B& b) {
   constexpr std::size_t R = A::rank;
   if (!(a.device_mesh() == b.device_mesh()))
-    throw device_mesh_error("typeshard: matmul: the operands live on different devices: " +
-                            a.device_mesh().to_string() + " and " + b.device_mesh().to_string() +
-                            "; fix: move one onto the other's devices with ts::device_put(x, "
-                            "other.device_mesh()) (or ts::reshard<Spec>(x, mesh))");
+    throw_operands_on_different_devices("matmul", a.device_mesh().to_string(),
+                                        b.device_mesh().to_string(),
+                                        move_to_other_devices_fix);
   if (a.extent(R - 1) != b.extent(R - 2))
-    throw shape_error("typeshard: matmul: lhs has " + std::to_string(a.extent(R - 1)) +
-                      " columns (J, its last dimension) but rhs has " +
-                      std::to_string(b.extent(R - 2)) +
-                      " rows (J, its second-to-last); A[..., I, J] . B[..., J, K] needs them "
-                      "equal: pass operands of matching inner extent");
+    throw_matmul_inner_mismatch(a.extent(R - 1), b.extent(R - 2));
   for (std::size_t d = 0; d + 2 < R; ++d)
-    if (a.extent(d) != b.extent(d))
-      throw shape_error("typeshard: matmul: batch dimension " + std::to_string(d) + " has extent " +
-                        std::to_string(a.extent(d)) + " in lhs but " + std::to_string(b.extent(d)) +
-                        " in rhs; batched operands need the same batch extents");
+    if (a.extent(d) != b.extent(d)) throw_matmul_batch_mismatch(d, a.extent(d), b.extent(d));
 }
 
 // The result's extents: batch and I from lhs, K from rhs, static where either side is.

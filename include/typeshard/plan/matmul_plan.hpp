@@ -37,6 +37,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "../core/config.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "detail/contraction_members.hpp"
 #include "detail/einsum_planner.hpp"
@@ -68,14 +69,18 @@ using matmul_step_list = step_array<Rank, max_matmul_steps>;
 // The steps of a choice, for shapes `sh` (which decide the even or uneven reshard variant):
 // what matmul_plan::steps lists and what ts::matmul runs (ops/detail/executor.hpp).
 // The operand that holds all of J (slice_lhs / slice_rhs) is sliced to the other's J
-// blocks, which the GEMM reads in place.
-template <class Mesh, std::size_t Rank>
-constexpr matmul_step_list<Rank> matmul_steps_of(const matmul_choice<Rank>& c,
-                                                 const matmul_shapes<Rank>& sh) {
+// blocks, which the GEMM reads in place. matmul_steps_body computes them once the shapes have
+// decided which reshards are even (the only way they enter), from values only; callers use
+// matmul_steps_of (below).
+template <std::size_t Rank>
+constexpr matmul_step_list<Rank> matmul_steps_body(const matmul_choice<Rank>& c, bool even_lhs,
+                                                   bool even_rhs, bool even_out) {
   using D = matmul_dims<Rank>;
   matmul_step_list<Rank> out;
-  append_reshard(out, step_operand::lhs, c.lhs, lhs_steps<Mesh>(c, sh.lhs));
-  append_reshard(out, step_operand::rhs, c.rhs, rhs_steps<Mesh>(c, sh.rhs));
+  append_reshard(out, step_operand::lhs, c.lhs,
+                 plan_reshard(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, even_lhs));
+  append_reshard(out, step_operand::rhs, c.rhs,
+                 plan_reshard(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, even_rhs));
   if (c.slice_lhs) {
     spec_array<Rank> after = c.lhs_gemm;
     after[D::lhs_j] = c.contract;
@@ -90,8 +95,37 @@ constexpr matmul_step_list<Rank> matmul_steps_of(const matmul_choice<Rank>& c,
   }
   out.push(step<Rank>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local,
                       c.partial});
-  if (c.out_named) append_reshard(out, step_operand::out, c.local, out_steps<Mesh>(c, sh.out()));
+  if (c.out_named)
+    append_reshard(out, step_operand::out, c.local,
+                   plan_reshard(c.local, c.partial, c.out, dim_spec{}, even_out));
   return out;
+}
+
+// The same computed while a program runs (ts::matmul plans for the actual extents): a plain
+// function of the rank, compiled once per rank in typeshard::runtime (extern template below).
+template <std::size_t Rank>
+TYPESHARD_COLD matmul_step_list<Rank> matmul_steps_at_run_time(const matmul_choice<Rank>& c, bool even_lhs,
+                                                bool even_rhs, bool even_out) {
+  return matmul_steps_body(c, even_lhs, even_rhs, even_out);
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+#define TYPESHARD_MATMUL_STEPS_INSTANCE(prefix, R)                                             \
+  prefix matmul_step_list<R> matmul_steps_at_run_time<R>(const matmul_choice<R>&, bool, bool,  \
+                                                         bool);
+TYPESHARD_MATMUL_STEPS_INSTANCE(extern template, 2)
+TYPESHARD_MATMUL_STEPS_INSTANCE(extern template, 3)
+TYPESHARD_MATMUL_STEPS_INSTANCE(extern template, 4)
+#endif
+
+template <class Mesh, std::size_t Rank>
+constexpr matmul_step_list<Rank> matmul_steps_of(const matmul_choice<Rank>& c,
+                                                 const matmul_shapes<Rank>& sh) {
+  const bool even_lhs = even_between<Mesh>(c.lhs, c.lhs_gemm, sh.lhs);
+  const bool even_rhs = even_between<Mesh>(c.rhs, c.rhs_gemm, sh.rhs);
+  const bool even_out = c.out_named && even_between<Mesh>(c.local, c.out, sh.out());
+  if (std::is_constant_evaluated()) return matmul_steps_body(c, even_lhs, even_rhs, even_out);
+  return matmul_steps_at_run_time(c, even_lhs, even_rhs, even_out);
 }
 
 // spec_from<Array>(index_sequence): declared only, for decltype: the spec type whose

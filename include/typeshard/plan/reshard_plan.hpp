@@ -38,7 +38,9 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <type_traits>
 
+#include "../core/config.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/mesh_group.hpp"
 #include "../core/detail/spec_layout.hpp"
@@ -108,10 +110,12 @@ constexpr bool can_join(const spec_array<Rank>& cur, const spec_array<Rank>& to,
 }
 
 // The plan from (from, unreduced) to (to, keep): see the header comment for the rules.
+// Callers use plan_reshard (below), which runs this at compile time.
 template <std::size_t Rank>
-constexpr step_list<Rank> plan_reshard(const spec_array<Rank>& from, const dim_spec& unreduced,
-                                       const spec_array<Rank>& to, const dim_spec& keep,
-                                       bool even) {
+constexpr step_list<Rank> plan_reshard_steps(const spec_array<Rank>& from,
+                                             const dim_spec& unreduced,
+                                             const spec_array<Rank>& to, const dim_spec& keep,
+                                             bool even) {
   step_list<Rank> out;
   spec_array<Rank> cur = from;
   dim_spec unred = unreduced;
@@ -198,6 +202,32 @@ constexpr step_list<Rank> plan_reshard(const spec_array<Rank>& from, const dim_s
   }
   return out;
 }
+
+// The same plan computed while a program runs (the executor plans for the actual extents,
+// which may be dynamic): a plain function of the rank, so that typeshard::runtime compiles
+// it once per rank (extern template below) instead of every TU that runs an einsum or a
+// matmul generating its own copy.
+template <std::size_t Rank>
+TYPESHARD_COLD step_list<Rank> plan_reshard_at_run_time(const spec_array<Rank>& from, const dim_spec& unreduced,
+                                         const spec_array<Rank>& to, const dim_spec& keep,
+                                         bool even) {
+  return plan_reshard_steps(from, unreduced, to, keep, even);
+}
+
+template <std::size_t Rank>
+constexpr step_list<Rank> plan_reshard(const spec_array<Rank>& from, const dim_spec& unreduced,
+                                       const spec_array<Rank>& to, const dim_spec& keep,
+                                       bool even) {
+  if (std::is_constant_evaluated()) return plan_reshard_steps(from, unreduced, to, keep, even);
+  return plan_reshard_at_run_time(from, unreduced, to, keep, even);
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+#define TYPESHARD_PLAN_RESHARD_INSTANCE(prefix, R)                                             \
+  prefix step_list<R> plan_reshard_at_run_time<R>(const spec_array<R>&, const dim_spec&,       \
+                                                  const spec_array<R>&, const dim_spec&, bool);
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_PLAN_RESHARD_INSTANCE, extern template)
+#endif
 
 template <class Unreduced>
 constexpr dim_spec unreduced_list() {

@@ -79,7 +79,7 @@ TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string
 // share of each dimension, its devices) depend on the layout; the drawing is draw_boxes,
 // compiled once (in typeshard::runtime with separate compilation).
 template <class Layout, std::size_t Rank>
-void draw_sharding(std::ostream& os, const shape<Rank>& global, std::span<const device_id> devices,
+TYPESHARD_COLD void draw_sharding(std::ostream& os, const shape<Rank>& global, std::span<const device_id> devices,
                    std::string_view platform, const visualize_options& o) {
   static_assert(Rank == 1 || Rank == 2);
   // Share of dimension d held by a slice: its extent over the global extent (an empty

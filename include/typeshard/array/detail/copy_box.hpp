@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "../../core/config.hpp"
+
 namespace typeshard::detail {
 
 // Row-major strides of a shape, in elements.
@@ -55,5 +57,18 @@ void copy_box(const T* src, const std::array<std::size_t, Rank>& src_shape,
     }
   }
 }
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// With the separately compiled runtime (core/config.hpp), the copies of the common element
+// types and ranks are compiled once, in typeshard::runtime (src/typeshard_runtime.cpp), not
+// in every TU that moves a block; other types and ranks are instantiated as usual.
+#define TYPESHARD_COPY_BOX_INSTANCE(prefix, T, R)                                              \
+  prefix void copy_box<T, R>(const T*, const std::array<std::size_t, R>&,                      \
+                             const std::array<std::size_t, R>&, T*,                            \
+                             const std::array<std::size_t, R>&,                                \
+                             const std::array<std::size_t, R>&,                                \
+                             const std::array<std::size_t, R>&);
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_COPY_BOX_INSTANCE, extern template)
+#endif
 
 }  // namespace typeshard::detail

@@ -215,6 +215,7 @@ TYPESHARD_RUNTIME_DECL void backend::permute(const collective_group& g, element_
   watch.finished();
 }
 
+TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL void backend::throw_signature_mismatch() {
   throw usage_error(
       "typeshard: the devices of a collective group called different collectives (or the "
@@ -222,6 +223,7 @@ TYPESHARD_RUNTIME_DECL void backend::throw_signature_mismatch() {
       "collectives in the same order");
 }
 
+TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL void backend::throw_not_a_permutation(std::size_t sender,
                                                              std::size_t receiver,
                                                              std::size_t receiver_source) {
@@ -232,6 +234,7 @@ TYPESHARD_RUNTIME_DECL void backend::throw_not_a_permutation(std::size_t sender,
                     "; give a permutation (each member sends to one and receives from one)");
 }
 
+TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL void backend::throw_permute_count_mismatch(std::size_t receiver,
                                                                   std::size_t expected,
                                                                   std::size_t sender,

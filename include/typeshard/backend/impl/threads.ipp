@@ -56,7 +56,7 @@ inline void copy_piece(element_type t, const unsigned char* src, const strided_p
 
 // A device that failed on its own is reported before one that was only released from
 // a collective because of it.
-inline void rethrow_first_failure(std::span<const device_id> devices,
+TYPESHARD_COLD inline void rethrow_first_failure(std::span<const device_id> devices,
                                   const std::vector<std::exception_ptr>& failures) {
   std::size_t chosen = failures.size();
   for (std::size_t i = 0; i < failures.size(); ++i) {
@@ -87,7 +87,7 @@ inline void rethrow_first_failure(std::span<const device_id> devices,
 
 // The cores this process may run on (its CPU affinity mask on Linux, so that `taskset -c 0`
 // or a container's CPU set counts), at least 1.
-inline std::size_t cores_available() {
+TYPESHARD_COLD inline std::size_t cores_available() {
 #if defined(__linux__)
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -105,6 +105,7 @@ inline std::size_t cores_available() {
 TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count)
     : cpu_devices(count, detail::cores_available()) {}
 
+TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count,
                                                 std::size_t concurrent_kernels)
     : kernel_slots_(concurrent_kernels) {
@@ -123,6 +124,7 @@ TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count,
     workers_[i]->thread = std::thread([this, i] { work(*workers_[i]); });
 }
 
+TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL cpu_devices::~cpu_devices() {
   std::lock_guard operation(run_mutex_);
   for (auto& w : workers_) {
@@ -141,6 +143,7 @@ TYPESHARD_RUNTIME_DECL backend::body_position cpu_devices::current_body() const 
   return {true, here.run->devices.size(), here.index};
 }
 
+TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL std::string cpu_devices::devices_summary() const {
   return "this cpu_devices has " + std::to_string(workers_.size()) + " devices (0 to " +
          std::to_string(workers_.size() - 1) + ")";

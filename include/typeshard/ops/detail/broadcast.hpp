@@ -12,10 +12,12 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <utility>
 
 #include "../../array/sharded_array.hpp"
+#include "../../core/config.hpp"
 #include "../../core/detail/diagnose.hpp"
 #include "../../core/errors.hpp"
 #include "../../core/extents.hpp"
@@ -129,6 +131,27 @@ constexpr bool check_broadcast() {
   }
 }
 
+// broadcast_shape's failures, out of line: functions of values, one copy per TU.
+[[noreturn]] TYPESHARD_COLD inline void throw_not_broadcastable(const char* op,
+                                                             std::span<const std::size_t> a,
+                                                             std::span<const std::size_t> b,
+                                                             std::size_t i, std::size_t ea,
+                                                             std::size_t eb) {
+  throw shape_error(std::string("typeshard: ") + op + ": the operands have shapes " +
+                    shape_string(a) + " and " + shape_string(b) +
+                    ", which do not broadcast (dimension " + std::to_string(i) +
+                    " of the result: " + std::to_string(ea) + " and " + std::to_string(eb) +
+                    "); fix: trailing dimensions must be equal or 1 in one operand");
+}
+[[noreturn]] TYPESHARD_COLD inline void throw_stretches_sharded(const char* op, std::size_t i,
+                                                             std::size_t extent) {
+  throw shape_error(std::string("typeshard: ") + op + ": dimension " + std::to_string(i) +
+                    " of the result stretches an operand's extent 1 to " +
+                    std::to_string(extent) + ", but that operand shards it (only one "
+                    "device holds its element); fix: reshard that operand to ts::none on "
+                    "that dimension first");
+}
+
 // The result's global extents for the operands' run-time extents; throws shape_error when
 // they do not broadcast, or when a stretching dimension is sharded.
 template <std::size_t Rank, std::size_t RA, std::size_t RB>
@@ -139,21 +162,11 @@ shape<Rank> broadcast_shape(const shape<RA>& a, const spec_array<RA>& as, const 
     const bool has_a = i >= Rank - RA, has_b = i >= Rank - RB;
     const std::size_t ea = has_a ? a[i - (Rank - RA)] : 1;
     const std::size_t eb = has_b ? b[i - (Rank - RB)] : 1;
-    if (ea != eb && ea != 1 && eb != 1)
-      throw shape_error(std::string("typeshard: ") + op + ": the operands have shapes " +
-                        to_string(a) + " and " + to_string(b) +
-                        ", which do not broadcast (dimension " + std::to_string(i) +
-                        " of the result: " + std::to_string(ea) + " and " + std::to_string(eb) +
-                        "); fix: trailing dimensions must be equal or 1 in one operand");
+    if (ea != eb && ea != 1 && eb != 1) throw_not_broadcastable(op, a, b, i, ea, eb);
     out[i] = ea == 1 ? eb : ea;
     const bool a_stretches = ea == 1 && eb != 1 && has_a && !as[i - (Rank - RA)].is_none();
     const bool b_stretches = eb == 1 && ea != 1 && has_b && !bs[i - (Rank - RB)].is_none();
-    if (a_stretches || b_stretches)
-      throw shape_error(std::string("typeshard: ") + op + ": dimension " + std::to_string(i) +
-                        " of the result stretches an operand's extent 1 to " +
-                        std::to_string(out[i]) + ", but that operand shards it (only one "
-                        "device holds its element); fix: reshard that operand to ts::none on "
-                        "that dimension first");
+    if (a_stretches || b_stretches) throw_stretches_sharded(op, i, out[i]);
   }
   return out;
 }

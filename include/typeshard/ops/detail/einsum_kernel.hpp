@@ -16,6 +16,7 @@
 #include <cstddef>
 
 #include "../../array/detail/copy_box.hpp"
+#include "../../core/config.hpp"
 #include "../../core/layout.hpp"
 #include "../../detail/buffer.hpp"
 #include "../../kernels/gemm.hpp"
@@ -235,5 +236,19 @@ void local_einsum(const einsum_equation& eq, const T* a_data, const shape<R>& a_
   }
   if (!direct_out && !swapped_out) strided_read(c, g.c, c_loc, out);
 }
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// With the separately compiled runtime (core/config.hpp), the local einsum of the common
+// element types and ranks is compiled once, in typeshard::runtime, not in every TU.
+#define TYPESHARD_LOCAL_EINSUM_INSTANCE(prefix, T, R)                                          \
+  prefix void local_einsum<T, R>(const einsum_equation&, const T*, const shape<R>&,            \
+                                 const shape<R>&, const shape<R>&, const T*, const shape<R>&,  \
+                                 const shape<R>&, const shape<R>&, T*, const shape<R>&);
+#define TYPESHARD_EINSUM_LAYOUT_INSTANCE(prefix, R)                                            \
+  prefix einsum_gemm_layout<R> einsum_layout_of<R>(const einsum_equation&, const shape<R>&,    \
+                                                   const shape<R>&);
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_LOCAL_EINSUM_INSTANCE, extern template)
+TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_LAYOUT_INSTANCE, extern template)
+#endif
 
 }  // namespace typeshard::detail
