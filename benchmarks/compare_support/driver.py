@@ -642,6 +642,12 @@ def write_outputs(report, args, log):
     if write_docs:
         doc = report_md.performance_doc(report, plot_note=plot_note)
         doc_path = os.path.join(ROOT, "docs", "performance.md")
+        # scripts/compile-time owns the "## Compile time" section at the end: keep it.
+        kept = "\n## Compile time\n"
+        if os.path.exists(doc_path):
+            old = open(doc_path).read()
+            if kept in old:
+                doc = doc.rstrip("\n") + "\n" + old[old.index(kept):]
         with open(doc_path, "w") as f:
             f.write(doc)
         log(f"wrote {os.path.relpath(doc_path, ROOT)}")

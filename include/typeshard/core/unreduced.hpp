@@ -1,7 +1,7 @@
 // typeshard/core/unreduced.hpp: the mesh axes over which a value is an unreduced partial sum.
 //
 // A sharded array of type ...unreduced<"x"> holds on each device a partial sum; the value
-// it stands for is the sum of those over the "x" axis (DTensor's Partial; the book's
+// it stands for is the sum of those over the "x" axis (DTensor's Partial(sum); the book's
 // C{U_X}). Only linear operations may touch it before it is reduced (rule 3).
 #pragma once
 
