@@ -153,9 +153,11 @@ void check_all_pairs_values(const ts::device_mesh<Mesh>& m, std::mt19937& rng) {
         // No step (from == to): ts::reshard shares the input's blocks, as here.
         std::vector<ts::detail::buffer<int>> ran;
         if (even_steps.count + uneven_steps.count != 0)
-          ran = ts::detail::run_plan<int, Mesh, Rank>(m, extents, blocks, from, to,
-                                                      ts::detail::steps_span(even_steps),
-                                                      ts::detail::steps_span(uneven_steps));
+          ran = ts::detail::run_plan<int, Mesh, Rank>(
+              m, extents, blocks, from,
+              ts::detail::steps_for_extents<Mesh, Rank>(extents, from, to,
+                                                        ts::detail::steps_span(even_steps),
+                                                        ts::detail::steps_span(uneven_steps)));
         const auto out_block = [&](std::size_t p) {
           return ran.empty() ? blocks[p] : std::span<const int>(ran[p].data(), ran[p].size());
         };

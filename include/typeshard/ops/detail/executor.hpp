@@ -154,16 +154,33 @@ std::span<const step<Rank>> steps_span(const step_array<Rank, Capacity>& l) {
   return {l.steps.data(), l.count};
 }
 
-// Runs a reshard plan on every device of the array's mesh; returns the new blocks, by
-// position. The even or the uneven steps, as the extents turn out.
+// The steps that run for these extents: the even ones when both shardings divide them
+// evenly, else the uneven ones (with static extents the plan already chose; this agrees).
+template <class Mesh, std::size_t Rank>
+std::span<const step<Rank>> steps_for_extents(const shape<Rank>& global,
+                                              const spec_array<Rank>& from,
+                                              const spec_array<Rank>& to,
+                                              std::span<const step<Rank>> even_steps,
+                                              std::span<const step<Rank>> uneven_steps) {
+  return is_even<Mesh>(from, global) && is_even<Mesh>(to, global) ? even_steps : uneven_steps;
+}
+
+// The same for reshard plan Plan.
+template <class Plan, class Mesh, std::size_t Rank>
+std::span<const step<Rank>> reshard_steps_for(const shape<Rank>& global) {
+  return steps_for_extents<Mesh, Rank>(global, spec_array_of<typename Plan::from_spec, Rank>(),
+                                       spec_array_of<typename Plan::to_spec, Rank>(),
+                                       std::span<const step<Rank>>(Plan::even_steps),
+                                       std::span<const step<Rank>>(Plan::uneven_steps));
+}
+
+// Runs `steps` on every device of the mesh; returns the new blocks, by position. Not a
+// template of the plan, so it is instantiated once per element type, mesh and rank.
 template <class T, class Mesh, std::size_t Rank>
 std::vector<buffer<T>> run_plan(const device_mesh<Mesh>& m, const shape<Rank>& global,
                                 const std::vector<std::span<const T>>& blocks,
-                                const spec_array<Rank>& from, const spec_array<Rank>& to,
-                                std::span<const step<Rank>> even_steps,
-                                std::span<const step<Rank>> uneven_steps) {
-  const bool even = is_even<Mesh>(from, global) && is_even<Mesh>(to, global);
-  const std::span<const step<Rank>> steps = even ? even_steps : uneven_steps;
+                                const spec_array<Rank>& from,
+                                std::span<const step<Rank>> steps) {
   std::vector<buffer<T>> out(Mesh::size);
   backend& b = m.get_backend();
   for_each_position(m, [&](std::size_t p) {
@@ -172,17 +189,15 @@ std::vector<buffer<T>> run_plan(const device_mesh<Mesh>& m, const shape<Rank>& g
   return out;
 }
 
+// Runs reshard plan Plan on the array's blocks.
 template <class Plan, class T, class Mesh, class Spec, class Extents, class U>
 std::vector<buffer<T>> run_plan(const sharded_array<T, Mesh, Spec, Extents, U>& a) {
   constexpr std::size_t Rank = Extents::rank;
   std::vector<std::span<const T>> blocks(Mesh::size);
   for (std::size_t p = 0; p < Mesh::size; ++p) blocks[p] = a.local_data(p);
-  // With static extents the plan already chose; the run-time check then agrees with it.
   return run_plan<T, Mesh, Rank>(a.device_mesh(), a.extents(), blocks,
                                  spec_array_of<typename Plan::from_spec, Rank>(),
-                                 spec_array_of<typename Plan::to_spec, Rank>(),
-                                 std::span<const step<Rank>>(Plan::even_steps),
-                                 std::span<const step<Rank>>(Plan::uneven_steps));
+                                 reshard_steps_for<Plan, Mesh, Rank>(a.extents()));
 }
 
 }  // namespace typeshard::detail

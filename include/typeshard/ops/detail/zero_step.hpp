@@ -9,6 +9,7 @@
 // collectives are the reshard plans' steps, run by the one executor (executor.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <utility>
@@ -29,15 +30,6 @@ constexpr spec_array<Rank> from_of() {
 template <class Plan, std::size_t Rank>
 constexpr spec_array<Rank> to_of() {
   return spec_array_of<typename Plan::to_spec, Rank>();
-}
-
-// The steps of a reshard plan that run for these extents (as run_plan chooses them).
-template <class Plan, class Mesh, std::size_t Rank>
-std::span<const step<Rank>> steps_for(const shape<Rank>& global) {
-  const bool even = is_even<Mesh>(from_of<Plan, Rank>(), global) &&
-                    is_even<Mesh>(to_of<Plan, Rank>(), global);
-  return even ? std::span<const step<Rank>>(Plan::even_steps)
-              : std::span<const step<Rank>>(Plan::uneven_steps);
 }
 
 // The offset of position p's ShardSpec block inside its ParamSpec block when the former is
@@ -74,9 +66,9 @@ P zero_step(const P& param, const G& grad, Update&& update) {
   using slice = typename Plan::slice;
   using gather = typename Plan::all_gather;
   const shape<Rank> global = param.extents();
-  const std::span<const step<Rank>> rs_steps = steps_for<rs, Mesh, Rank>(global);
-  const std::span<const step<Rank>> slice_steps = steps_for<slice, Mesh, Rank>(global);
-  const std::span<const step<Rank>> gather_steps = steps_for<gather, Mesh, Rank>(global);
+  const std::span<const step<Rank>> rs_steps = reshard_steps_for<rs, Mesh, Rank>(global);
+  const std::span<const step<Rank>> slice_steps = reshard_steps_for<slice, Mesh, Rank>(global);
+  const std::span<const step<Rank>> gather_steps = reshard_steps_for<gather, Mesh, Rank>(global);
   std::vector<buffer<T>> out(Mesh::size);
   backend& b = param.device_mesh().get_backend();
   for_each_position(param.device_mesh(), [&](std::size_t p) {
@@ -88,9 +80,8 @@ P zero_step(const P& param, const G& grad, Update&& update) {
     buffer<T> shard =
         run_steps_on<T, Mesh, Rank>(b, p, g_in.data(), global, from_of<rs, Rank>(), rs_steps);
     if (shard.size() != n) {  // no steps (nothing to reduce or slice): a copy to update
-      buffer<T> copy(n);
-      for (std::size_t k = 0; k < n; ++k) copy.data()[k] = g_in[k];
-      shard = std::move(copy);
+      shard = buffer<T>(n);
+      std::copy_n(g_in.data(), n, shard.data());
     }
     // 2. the parameter's shard: in place when contiguous, else the slice steps' copy
     const std::ptrdiff_t at =
@@ -105,13 +96,9 @@ P zero_step(const P& param, const G& grad, Update&& update) {
     // 3. the update, over the reduced gradient
     update(p, shard.data(), w, n);
     // 4. the parameter's new block
-    if (gather_steps.empty()) {
-      out[p] = std::move(shard);
-    } else {
-      out[p] = run_steps_on<T, Mesh, Rank>(b, p, shard.data(), global, from_of<gather, Rank>(),
-                                           gather_steps);
-      if (out[p].size() == 0) out[p] = std::move(shard);  // (only slices were pending: none)
-    }
+    out[p] = run_steps_on<T, Mesh, Rank>(b, p, shard.data(), global, from_of<gather, Rank>(),
+                                         gather_steps);
+    if (out[p].size() == 0) out[p] = std::move(shard);  // no step ran: the shard is the block
   });
   return P(adopt_shards, param.device_mesh(), global, std::move(out));
 }
