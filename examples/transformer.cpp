@@ -138,7 +138,7 @@ template <class Mesh>
 int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
   const tr::config c;
   std::cout << "vocabulary " << c.vocab << ", sequence " << c.seq << ", d_model " << c.d_model
-            << ", " << c.heads << " heads of " << c.d_model / c.heads << ", MLP hidden "
+            << ", " << tr::heads << " heads of " << c.d_model / tr::heads << ", MLP hidden "
             << c.hidden << ", " << tr::blocks << " blocks, batch " << c.batch << "; mesh "
             << mesh.to_string() << "\n";
 
@@ -162,12 +162,11 @@ int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
       recorder.reset();
       section("2", "The collectives of one training step (ts::communication_recorder)");
       print_report(report);
-      const std::size_t budget = 4 * tr::blocks + 1 + 2 * tr::param_count;
-      if (report.count(ts::step_kind::psum, "model") != 4 * tr::blocks || report.size() != budget) {
+      if (!tr::within_budget(report)) {
         std::cerr << "transformer: one step ran " << report.size() << " collectives, "
                   << report.count(ts::step_kind::psum, "model")
-                  << " of them psums over \"model\"; the budget is " << budget << ", "
-                  << 4 * tr::blocks << "\n";
+                  << " of them psums over \"model\"; the budget is "
+                  << tr::collectives_per_step << ", " << tr::model_psums_per_step << "\n";
         return 1;
       }
       section("3", "The gradients' types");

@@ -113,8 +113,7 @@ void add_transformer_workload(registry& r) {
     c.vocab = p.get("vocab");
     c.d_model = p.get("d");
     c.hidden = p.get("f");
-    c.heads = p.get("heads");
-    if (c.heads != model::heads)
+    if (p.get("heads") != model::heads)
       throw std::runtime_error("the model is built for " + std::to_string(model::heads) +
                                " heads (examples/support/transformer_model.hpp)");
     return std::make_unique<transformer_step>(c);

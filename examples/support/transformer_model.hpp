@@ -46,7 +46,6 @@ struct config {
   std::size_t seq = 16;      // S
   std::size_t vocab = 16;    // V
   std::size_t d_model = 64;  // D
-  std::size_t heads = 4;     // H (heads of D / H)
   std::size_t hidden = 256;  // F
 };
 
@@ -176,6 +175,23 @@ params_t<Mesh> put_params(const ts::device_mesh<Mesh>& m, const host_params& h) 
 }
 
 inline constexpr std::size_t param_count = 11;
+
+// ---- the communication budget of one training step ------------------------------------------
+
+// Per block, Megatron's two all-reduces over "model" forward and their two transposes in the
+// backward; the loss's psum over "data"; ZeRO-1's reduce-scatter and all-gather over "data"
+// per parameter. Nothing else.
+inline constexpr std::size_t model_psums_per_step = 4 * blocks;
+inline constexpr std::size_t collectives_per_step = model_psums_per_step + 1 + 2 * param_count;
+
+// Whether one step's recorded collectives are exactly that budget.
+inline bool within_budget(const ts::communication_report& r) {
+  return r.count(ts::step_kind::psum, "model") == model_psums_per_step &&
+         r.count(ts::step_kind::psum, "data") == 1 &&
+         r.count(ts::step_kind::psum_scatter, "data") == param_count &&
+         r.count(ts::step_kind::all_gather, "data") == param_count &&
+         r.size() == collectives_per_step;
+}
 
 // ---- the forward pass ---------------------------------------------------------------------
 
