@@ -3,7 +3,8 @@
 //
 // Contract (every micro-kernel): tile[mr x nr] (row stride ldt) = (load ? tile : 0) +
 // sum over p < kc of a_strip[p][i] * b_strip[p][j], with both strips packed and 64-byte
-// aligned. Here mr x nr = 14 x (2 vectors of 512 bits): 28 of the 32 zmm registers
+// aligned; this one reads A's strip packed by rows instead, a_strip[i * ka + p]
+// (pack_a_rows). Here mr x nr = 14 x (2 vectors of 512 bits): 28 of the 32 zmm registers
 // accumulate, 2 hold B, and A's values are broadcast straight from memory into the FMA
 // ({1toN} operands). Per k step: 28 FMAs for 2 vector loads and 14 scalar broadcasts, so the
 // two FMA pipes, not the load ports, set the pace; 28 independent chains cover the FMA
@@ -71,7 +72,9 @@ TYPESHARD_GEMM_AVX512_TARGET inline f32x16 add(f32x16 a, f32x16 b) { return a + 
 TYPESHARD_GEMM_AVX512_TARGET inline f64x8 add(f64x8 a, f64x8 b) { return a + b; }
 }  // namespace avx512
 
-template <class T>
+// A is packed by rows here (pack_a_rows): a[i*ka + p], so the broadcasts read at constant
+// offsets from one pointer, which advances by one value per step.
+template <std::size_t ka, class T>
 TYPESHARD_GEMM_AVX512_TARGET void micro_kernel_avx512(std::size_t kc, const T* a, const T* b,
                                                       T* tile, std::size_t ldt, bool load) {
   using V = typename simd::vec<T, 64>::type;
@@ -93,11 +96,11 @@ TYPESHARD_GEMM_AVX512_TARGET void micro_kernel_avx512(std::size_t kc, const T* a
     const V b1 = avx512::load(b + lanes);
 #pragma GCC unroll 14
     for (std::size_t i = 0; i < mr; ++i) {
-      const V ai = avx512::set1(a[i]);
+      const V ai = avx512::set1(a[i * ka]);
       c0[i] = avx512::fma(ai, b0, c0[i]);
       c1[i] = avx512::fma(ai, b1, c1[i]);
     }
-    a += mr;
+    a += 1;
     b += 2 * lanes;
   }
 #pragma GCC unroll 14

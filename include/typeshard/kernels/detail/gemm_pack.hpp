@@ -18,9 +18,76 @@ struct pack_buffer {
     void operator()(T* p) const { ::operator delete[](p, std::align_val_t{64}); }
   };
   std::unique_ptr<T, aligned_delete> data;
-  explicit pack_buffer(std::size_t n)
-      : data(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64}))) {}
-  T* get() const { return data.get(); }
+  std::size_t size = 0;
+  // At least n values (the contents are not kept when it grows).
+  T* reserve(std::size_t n) {
+    if (n > size) {
+      data.reset();
+      data.reset(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64})));
+      size = n;
+    }
+    return data.get();
+  }
+};
+
+// The calling thread's scratch of at least n values, kept for its next GEMM: a fresh
+// allocation of a few MiB per call was mapped afresh by malloc and faulted in page by page
+// (~4000 page faults per batched matmul of 8 x 2048^3 on 8 devices). At most the largest
+// blocks one call packs (kc x nc of B plus mc x kc of A: ~8.4 MiB) per thread that multiplies.
+template <class T>
+T* thread_pack_scratch(std::size_t n) {
+  thread_local pack_buffer<T> kept;
+  return kept.reserve(n);
+}
+
+// A block of an operand that a later packing will read, to prefetch while the micro-kernels
+// run: `rows` runs of `bytes` contiguous bytes, `stride` bytes apart.
+struct prefetch_region {
+  const char* base = nullptr;
+  std::size_t rows = 0, bytes = 0, stride = 0;
+
+  // The r x c block whose element (i, j) is p[i*rs + j*cs] (one of rs, cs is 1, as packing
+  // reads them).
+  template <class T>
+  static prefetch_region of(const T* p, std::size_t rs, std::size_t cs, std::size_t r,
+                            std::size_t c) {
+    const char* base = reinterpret_cast<const char*>(p);
+    if (r == 0 || c == 0) return {};
+    if (cs == 1) return {base, r, c * sizeof(T), rs * sizeof(T)};
+    if (rs == 1) return {base, c, r * sizeof(T), cs * sizeof(T)};
+    return {};
+  }
+  // Cache lines per run: a run may straddle one more line than its length needs.
+  std::size_t lines_per_row() const { return bytes / 64 + 2; }
+  std::size_t lines() const { return rows * lines_per_row(); }
+  // Prefetches lines [first, last): line l is the (l % lines_per_row)-th of run
+  // l / lines_per_row, clamped to the run's last byte.
+  void fetch_lines(std::size_t first, std::size_t last) const {
+    if (first >= last) return;
+    const std::size_t per = lines_per_row();
+    std::size_t row = first / per, col = first % per;
+    for (std::size_t l = first; l < last; ++l) {
+      __builtin_prefetch(base + row * stride + std::min(col * 64, bytes - 1), 0, 3);
+      if (++col == per) col = 0, ++row;
+    }
+  }
+};
+
+// What one macro-kernel prefetches, a share per strip of B: all of region `a` (the next
+// block of A) and share `b_part` of `b_parts` of region `b` (the next slab of B, spread over
+// the current slab's blocks of A).
+struct prefetch_ahead {
+  prefetch_region a, b;
+  std::size_t b_part = 0, b_parts = 1;
+
+  // Share `s` of `strips`: that piece of the lines of both.
+  void fetch(std::size_t s, std::size_t strips) const {
+    const std::size_t na = a.lines();
+    a.fetch_lines(na * s / strips, na * (s + 1) / strips);
+    const std::size_t nb = b.lines();
+    const std::size_t lo = nb * b_part / b_parts, hi = nb * (b_part + 1) / b_parts;
+    b.fetch_lines(lo + (hi - lo) * s / strips, lo + (hi - lo) * (s + 1) / strips);
+  }
 };
 
 // Packs the mc x kc block of op(A) whose element (i, p) is a[i*rs + p*cs] into strips of mr
@@ -44,6 +111,26 @@ void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t rs, std::siz
           out[p * mr + i] = i < rows ? src[i * rs + p * cs] : T(0);
     }
     out += kc * mr;
+  }
+}
+
+// The same block packed by rows (the AVX-512 kernel's layout): strip s holds mr rows, row i
+// the kc values op(A)[s*mr + i][p] at out[i*ka + p] (ka >= kc; rows past mc zero). A plain A
+// copies contiguous runs; a transposed one reads the mr contiguous values of each p.
+template <std::size_t mr, std::size_t ka, class T>
+void pack_a_rows(std::size_t mc, std::size_t kc, const T* a, std::size_t rs, std::size_t cs,
+                 T* out) {
+  for (std::size_t i0 = 0; i0 < mc; i0 += mr) {
+    const std::size_t rows = std::min(mr, mc - i0);
+    const T* src = a + i0 * rs;
+    if (cs == 1) {
+      for (std::size_t i = 0; i < rows; ++i) std::memcpy(out + i * ka, src + i * rs, kc * sizeof(T));
+    } else {  // transposed: rs == 1
+      for (std::size_t p = 0; p < kc; ++p)
+        for (std::size_t i = 0; i < rows; ++i) out[i * ka + p] = src[p * cs + i];
+    }
+    for (std::size_t i = rows; i < mr; ++i) std::fill_n(out + i * ka, kc, T(0));
+    out += mr * ka;
   }
 }
 
