@@ -68,7 +68,8 @@ inline void prefetch_tile(const T* tile, std::size_t ldt, std::size_t cols) {
   }
 }
 
-template <class T>
+// A is packed by rows (pack_a_rows): a[i*ka + p], read at constant offsets.
+template <std::size_t ka, class T>
 TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const T* a, const T* b,
                                                          T* tile, std::size_t ldt, bool load) {
   using V = typename simd::vec<T, 32>::type;
@@ -85,25 +86,25 @@ TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const T
   for (std::size_t p = 0; p < kc; ++p) {
     const V b0 = avx2::load(b);
     const V b1 = avx2::load(b + lanes);
-    V ai = avx2::broadcast(a + 0);
+    V ai = avx2::broadcast(a);
     c00 = avx2::fma(ai, b0, c00);
     c01 = avx2::fma(ai, b1, c01);
-    ai = avx2::broadcast(a + 1);
+    ai = avx2::broadcast(a + 1 * ka);
     c10 = avx2::fma(ai, b0, c10);
     c11 = avx2::fma(ai, b1, c11);
-    ai = avx2::broadcast(a + 2);
+    ai = avx2::broadcast(a + 2 * ka);
     c20 = avx2::fma(ai, b0, c20);
     c21 = avx2::fma(ai, b1, c21);
-    ai = avx2::broadcast(a + 3);
+    ai = avx2::broadcast(a + 3 * ka);
     c30 = avx2::fma(ai, b0, c30);
     c31 = avx2::fma(ai, b1, c31);
-    ai = avx2::broadcast(a + 4);
+    ai = avx2::broadcast(a + 4 * ka);
     c40 = avx2::fma(ai, b0, c40);
     c41 = avx2::fma(ai, b1, c41);
-    ai = avx2::broadcast(a + 5);
+    ai = avx2::broadcast(a + 5 * ka);
     c50 = avx2::fma(ai, b0, c50);
     c51 = avx2::fma(ai, b1, c51);
-    a += 6;
+    a += 1;
     b += 2 * lanes;
   }
   const V rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
