@@ -72,8 +72,9 @@ TYPESHARD_GEMM_AVX512_TARGET inline f32x16 add(f32x16 a, f32x16 b) { return a + 
 TYPESHARD_GEMM_AVX512_TARGET inline f64x8 add(f64x8 a, f64x8 b) { return a + b; }
 }  // namespace avx512
 
-// A is packed by rows here (pack_a_rows): a[i*ka + p], so the broadcasts read at constant
-// offsets from one pointer, which advances by one value per step.
+// With ka > 0, A is packed by rows (pack_a_rows): a[i*ka + p], so the broadcasts read at
+// constant offsets from one pointer, which advances by one value per step; with ka == 0,
+// interleaved (pack_a): a[p*mr + i].
 template <std::size_t ka, class T>
 TYPESHARD_GEMM_AVX512_TARGET void micro_kernel_avx512(std::size_t kc, const T* a, const T* b,
                                                       T* tile, std::size_t ldt, bool load) {
@@ -96,11 +97,11 @@ TYPESHARD_GEMM_AVX512_TARGET void micro_kernel_avx512(std::size_t kc, const T* a
     const V b1 = avx512::load(b + lanes);
 #pragma GCC unroll 14
     for (std::size_t i = 0; i < mr; ++i) {
-      const V ai = avx512::set1(a[i * ka]);
+      const V ai = avx512::set1(a[i * (ka != 0 ? ka : 1)]);
       c0[i] = avx512::fma(ai, b0, c0[i]);
       c1[i] = avx512::fma(ai, b1, c1[i]);
     }
-    a += 1;
+    a += ka != 0 ? 1 : mr;
     b += 2 * lanes;
   }
 #pragma GCC unroll 14
