@@ -38,3 +38,11 @@
 #else
 #define TYPESHARD_COLD
 #endif
+
+// A function called per operation or per step (never per element) from many places, kept
+// out of line so that each TU compiles it once instead of once per caller.
+#if defined(__GNUC__) || defined(__clang__)
+#define TYPESHARD_NOINLINE [[gnu::noinline]]
+#else
+#define TYPESHARD_NOINLINE
+#endif
