@@ -158,6 +158,13 @@ buffer<T> run_steps_on(backend& b, const mesh_value& m, std::size_t p, const T* 
   return std::move(x.owned);
 }
 
+// The same on mesh type Mesh.
+template <class T, class Mesh, std::size_t Rank>
+buffer<T> run_steps_on(backend& b, std::size_t p, const T* in, const shape<Rank>& global,
+                       const spec_array<Rank>& from, std::span<const step<Rank>> steps) {
+  return run_steps_on<T, Rank>(b, mesh_value_of<Mesh>(), p, in, global, from, steps);
+}
+
 #if defined(TYPESHARD_SEPARATE_COMPILATION)
 // With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
 #define TYPESHARD_EXECUTOR_INSTANCE(prefix, T, R)                                              \
