@@ -2,8 +2,9 @@
 // typeshard::runtime). It compiles once what a header-only program compiles in every TU
 // that uses it: the backend interface's checks, the thread pool, the shard allocator, the
 // per-shard GEMMs, the drawing of ts::visualize, and the templates of the element type and
-// rank only (block copies, the local einsum, the run-time planners) for float and double,
-// ranks 1 to 4.
+// rank only (block copies, the local einsum, the run-time planners, the executor and the
+// einsum, matmul, reshard and reduce runs, which take the mesh as a value) for float and
+// double, ranks 1 to 4.
 // See include/typeshard/core/config.hpp.
 //
 // Built by hand: g++ -std=c++20 -O2 -DTYPESHARD_SEPARATE_COMPILATION -Iinclude -c
@@ -20,6 +21,10 @@
 #include <typeshard/core/layout.hpp>
 #include <typeshard/kernels/gemm.hpp>
 #include <typeshard/ops/detail/einsum_kernel.hpp>
+#include <typeshard/ops/detail/executor.hpp>
+#include <typeshard/ops/einsum.hpp>
+#include <typeshard/ops/matmul.hpp>
+#include <typeshard/ops/reduce.hpp>
 #include <typeshard/plan/detail/einsum_planner.hpp>
 #include <typeshard/plan/matmul_plan.hpp>
 #include <typeshard/plan/reshard_plan.hpp>
@@ -48,6 +53,11 @@ TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_SHAPE_STRING_INSTANCE, template)
 namespace typeshard::detail {
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_COPY_BOX_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_LOCAL_EINSUM_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_EXECUTOR_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_PLAN_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_EINSUM_INSTANCE, template)
+TYPESHARD_FOR_RUN_MATMUL_INSTANCES(TYPESHARD_RUN_MATMUL_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_REDUCE_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_LAYOUT_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_PLAN_RESHARD_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_STEPS_INSTANCE, template)

@@ -38,3 +38,25 @@
 #else
 #define TYPESHARD_COLD
 #endif
+
+// A function called per operation or per step (never per element) from many places, kept
+// out of line so that each TU compiles it once instead of once per caller.
+#if defined(__GNUC__) || defined(__clang__)
+#define TYPESHARD_NOINLINE [[gnu::noinline]]
+#else
+#define TYPESHARD_NOINLINE
+#endif
+
+// Header-only, the runtime code that a program may never call (drawing ts::visualize's
+// picture) is a function template of an unused parameter: a TU that includes it but does not
+// call it neither instantiates the standard templates its body uses nor compiles it, and one
+// that calls it compiles it once, as before. TYPESHARD_DEFERRED begins such a function's
+// first declaration, TYPESHARD_DEFERRED_DEFINITION its definition when it was declared
+// before. With the separately compiled runtime they are plain functions, compiled once there.
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+#define TYPESHARD_DEFERRED
+#define TYPESHARD_DEFERRED_DEFINITION
+#else
+#define TYPESHARD_DEFERRED template <class = void>
+#define TYPESHARD_DEFERRED_DEFINITION template <class>
+#endif

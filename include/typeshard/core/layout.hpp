@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "detail/mesh_value.hpp"
 #include "mesh.hpp"
 #include "spec.hpp"
 
@@ -169,6 +170,45 @@ template <class Mesh, std::size_t Rank>
 constexpr bool is_even(const spec_array<Rank>& s, const shape<Rank>& global) {
   for (std::size_t d = 0; d < Rank; ++d)
     if (global[d] % shards_of<Mesh>(s[d]) != 0) return false;
+  return true;
+}
+
+// The same arithmetic on a mesh held as a value (core/detail/mesh_value.hpp), for the
+// executor, which runs one instantiation for every mesh of a program.
+TYPESHARD_NOINLINE constexpr std::size_t shards_of(const mesh_value& m, const dim_spec& ds) {
+  std::size_t n = 1;
+  for (std::size_t a = 0; a < ds.count; ++a) n *= m.size_of(ds.axes[a]);
+  return n;
+}
+TYPESHARD_NOINLINE constexpr std::size_t shard_of(const mesh_value& m, const dim_spec& ds, std::size_t position) {
+  std::size_t k = 0;
+  for (std::size_t a = 0; a < ds.count; ++a) {
+    const std::size_t i = m.index_of(ds.axes[a]);
+    if (i < m.rank()) k = k * m.axes[i].size + m.coordinate(position, i);
+  }
+  return k;
+}
+template <std::size_t Rank>
+TYPESHARD_NOINLINE constexpr index_slices<Rank> index_of(const mesh_value& m, const spec_array<Rank>& s,
+                                      const shape<Rank>& global, std::size_t position) {
+  index_slices<Rank> out{};
+  for (std::size_t d = 0; d < Rank; ++d)
+    out[d] = block_slice(global[d], shards_of(m, s[d]), shard_of(m, s[d], position));
+  return out;
+}
+template <std::size_t Rank>
+constexpr shape<Rank> local_shape_of(const mesh_value& m, const spec_array<Rank>& s,
+                                     const shape<Rank>& global, std::size_t position) {
+  const index_slices<Rank> ix = index_of(m, s, global, position);
+  shape<Rank> out{};
+  for (std::size_t d = 0; d < Rank; ++d) out[d] = ix[d].size();
+  return out;
+}
+
+template <std::size_t Rank>
+constexpr bool is_even(const mesh_value& m, const spec_array<Rank>& s, const shape<Rank>& global) {
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (global[d] % shards_of(m, s[d]) != 0) return false;
   return true;
 }
 

@@ -54,10 +54,71 @@ namespace typeshard {
 
 namespace detail {
 
-// Runs an einsum plan on every addressable device of `m`; returns the result's blocks by
-// mesh position (laid out by c.out, unreduced over c.out_unreduced). Shapes are padded to
-// the plan rank R with 1s. One instantiation per (T, Mesh, R): the equation and the plan
-// are values, so tests can run plans chosen at run time.
+// Runs an einsum plan on the devices of a mesh (`devices`, by mesh position, on backend
+// `bk`); returns the result's blocks by mesh position (laid out by c.out, unreduced over
+// c.out_unreduced). Shapes are padded to the plan rank R with 1s. One instantiation per
+// (T, R), whatever the mesh (a value, core/detail/mesh_value.hpp), compiled once in
+// typeshard::runtime for the common ones: the equation and the plan are values, so tests
+// can run plans chosen at run time.
+template <class T, std::size_t R>
+std::vector<buffer<T>> run_einsum_on(const einsum_equation& eq, const einsum_choice<R>& c,
+                                     backend& bk, std::span<const device_id> devices,
+                                     const mesh_value& mv,
+                                     const std::vector<std::span<const T>>& a_blocks,
+                                     const shape<R>& a_global,
+                                     const std::vector<std::span<const T>>& b_blocks,
+                                     const shape<R>& b_global) {
+  using block = operand_block<T, R>;
+  constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
+  constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
+  constexpr auto res = static_cast<std::size_t>(step_operand::out);
+  const einsum_shapes<R> sh{a_global, b_global, sizeof(T)};
+  const shape<R> c_global = einsum_out_shape(eq, sh);
+  const einsum_step_list<R> list = einsum_steps_of(mv, eq, c, sh);
+
+  std::vector<buffer<T>> out(mv.size);
+  bk.run(devices, [&](std::size_t p) {
+    std::array<block, 4> x;
+    x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
+    x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
+    run_steps<T, R>(bk, mv, p, steps_span(list), std::span<block>(x), [&](std::span<block> ops) {
+      const shape<R> c_loc = local_shape_of(mv, c.local, c_global, p);
+      buffer<T> c0(host_tensor<T, R>::element_count(c_loc));
+      auto origin = [&](const block& b) {
+        const index_slices<R> want = index_of(mv, b.spec, b.global, p);
+        const index_slices<R> have = index_of(mv, b.held, b.global, p);
+        shape<R> o{};
+        for (std::size_t d = 0; d < R; ++d) o[d] = want[d].start - have[d].start;
+        return o;
+      };
+      const block& a = ops[lhs];
+      const block& b = ops[rhs];
+      local_einsum<T, R>(eq, a.data, local_shape_of(mv, a.held, a.global, p), origin(a),
+                         local_shape_of(mv, a.spec, a.global, p), b.data,
+                         local_shape_of(mv, b.held, b.global, p), origin(b),
+                         local_shape_of(mv, b.spec, b.global, p), c0.data(), c_loc);
+      ops[lhs] = block{};  // free the gathered operands before the output's collectives
+      ops[rhs] = block{};
+      ops[res] = block(nullptr, c.local, c_global);
+      ops[res].adopt(std::move(c0), c.local);
+    });
+    take_slices<T, R>(mv, p, x[res]);
+    out[p] = std::move(x[res].owned);
+  });
+  return out;
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
+#define TYPESHARD_RUN_EINSUM_INSTANCE(prefix, T, R)                                            \
+  prefix std::vector<buffer<T>> run_einsum_on<T, R>(                                           \
+      const einsum_equation&, const einsum_choice<R>&, backend&, std::span<const device_id>,   \
+      const mesh_value&, const std::vector<std::span<const T>>&, const shape<R>&,              \
+      const std::vector<std::span<const T>>&, const shape<R>&);
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_EINSUM_INSTANCE, extern template)
+#endif
+
+// The same on device mesh m.
 template <class T, class Mesh, std::size_t R>
 std::vector<buffer<T>> run_einsum(const einsum_equation& eq, const einsum_choice<R>& c,
                                   const device_mesh<Mesh>& m,
@@ -65,45 +126,8 @@ std::vector<buffer<T>> run_einsum(const einsum_equation& eq, const einsum_choice
                                   const shape<R>& a_global,
                                   const std::vector<std::span<const T>>& b_blocks,
                                   const shape<R>& b_global) {
-  using block = operand_block<T, R>;
-  constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
-  constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
-  constexpr auto res = static_cast<std::size_t>(step_operand::out);
-  const einsum_shapes<R> sh{a_global, b_global, sizeof(T)};
-  const shape<R> c_global = einsum_out_shape(eq, sh);
-  const einsum_step_list<R> list = einsum_steps_of<Mesh>(eq, c, sh);
-
-  std::vector<buffer<T>> out(Mesh::size);
-  backend& bk = m.get_backend();
-  for_each_position(m, [&](std::size_t p) {
-    std::array<block, 4> x;
-    x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
-    x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
-    run_steps<T, Mesh, R>(bk, p, steps_span(list), std::span<block>(x), [&](std::span<block> ops) {
-      const shape<R> c_loc = local_shape_of<Mesh>(c.local, c_global, p);
-      buffer<T> c0(host_tensor<T, R>::element_count(c_loc));
-      auto origin = [&](const block& b) {
-        const index_slices<R> want = index_of<Mesh>(b.spec, b.global, p);
-        const index_slices<R> have = index_of<Mesh>(b.held, b.global, p);
-        shape<R> o{};
-        for (std::size_t d = 0; d < R; ++d) o[d] = want[d].start - have[d].start;
-        return o;
-      };
-      const block& a = ops[lhs];
-      const block& b = ops[rhs];
-      local_einsum<T, R>(eq, a.data, local_shape_of<Mesh>(a.held, a.global, p), origin(a),
-                         local_shape_of<Mesh>(a.spec, a.global, p), b.data,
-                         local_shape_of<Mesh>(b.held, b.global, p), origin(b),
-                         local_shape_of<Mesh>(b.spec, b.global, p), c0.data(), c_loc);
-      ops[lhs] = block{};  // free the gathered operands before the output's collectives
-      ops[rhs] = block{};
-      ops[res] = block(nullptr, c.local, c_global);
-      ops[res].adopt(std::move(c0), c.local);
-    });
-    take_slices<T, Mesh, R>(p, x[res]);
-    out[p] = std::move(x[res].owned);
-  });
-  return out;
+  return run_einsum_on<T, R>(eq, c, m.get_backend(), std::span<const device_id>(m.devices()),
+                             mesh_value_of<Mesh>(), a_blocks, a_global, b_blocks, b_global);
 }
 
 // check_einsum_operands's failure, out of line: a function of values, one copy per TU.

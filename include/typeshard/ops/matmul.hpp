@@ -55,38 +55,39 @@ namespace detail {
 
 // Takes the pending slices of x except along dimension `keep` (which the GEMM reads in
 // place): one copy, and only when some other dimension is sliced.
-template <class T, class Mesh, std::size_t Rank>
-void take_slices_except(std::size_t p, operand_block<T, Rank>& x, std::size_t keep) {
+template <class T, std::size_t Rank>
+void take_slices_except(const mesh_value& mv, std::size_t p, operand_block<T, Rank>& x,
+                        std::size_t keep) {
   spec_array<Rank> others = x.spec;
   others[keep] = x.held[keep];
   if (others == x.held) return;
   const dim_spec along_keep = x.spec[keep];
   x.spec = others;
-  take_slices<T, Mesh, Rank>(p, x);
+  take_slices<T, Rank>(mv, p, x);
   x.spec[keep] = along_keep;
 }
 
 // The local GEMM of one device: C0 block = A block . B block, per batch element. An operand
 // sliced along J (the one that holds all of J, sliced to the other's J blocks) is read at
 // its slice in place.
-template <class T, class Mesh, std::size_t Rank>
-void local_matmul(std::size_t p, operand_block<T, Rank>& a, operand_block<T, Rank>& b, T* out,
-                  const shape<Rank>& out_local) {
+template <class T, std::size_t Rank>
+void local_matmul(const mesh_value& mv, std::size_t p, operand_block<T, Rank>& a,
+                  operand_block<T, Rank>& b, T* out, const shape<Rank>& out_local) {
   using D = matmul_dims<Rank>;
-  take_slices_except<T, Mesh, Rank>(p, a, D::lhs_j);
-  take_slices_except<T, Mesh, Rank>(p, b, D::rhs_j);
-  const shape<Rank> a_loc = local_shape_of<Mesh>(a.held, a.global, p);
-  const shape<Rank> b_loc = local_shape_of<Mesh>(b.held, b.global, p);
+  take_slices_except<T, Rank>(mv, p, a, D::lhs_j);
+  take_slices_except<T, Rank>(mv, p, b, D::rhs_j);
+  const shape<Rank> a_loc = local_shape_of(mv, a.held, a.global, p);
+  const shape<Rank> b_loc = local_shape_of(mv, b.held, b.global, p);
   std::size_t batches = 1;
   for (std::size_t d = 0; d < D::batch; ++d) batches *= out_local[d];
   const std::size_t m = out_local[D::out_i], n = out_local[D::out_k];
   if (batches == 0 || m == 0 || n == 0) return;
   const std::size_t lda = a_loc[D::lhs_j], ldb = b_loc[D::rhs_k];
-  const std::size_t k = local_shape_of<Mesh>(a.spec, a.global, p)[D::lhs_j];
-  const std::size_t a_offset = index_of<Mesh>(a.spec, a.global, p)[D::lhs_j].start -
-                               index_of<Mesh>(a.held, a.global, p)[D::lhs_j].start;
-  const std::size_t b_offset = (index_of<Mesh>(b.spec, b.global, p)[D::rhs_j].start -
-                                index_of<Mesh>(b.held, b.global, p)[D::rhs_j].start) * ldb;
+  const std::size_t k = local_shape_of(mv, a.spec, a.global, p)[D::lhs_j];
+  const std::size_t a_offset = index_of(mv, a.spec, a.global, p)[D::lhs_j].start -
+                               index_of(mv, a.held, a.global, p)[D::lhs_j].start;
+  const std::size_t b_offset = (index_of(mv, b.spec, b.global, p)[D::rhs_j].start -
+                                index_of(mv, b.held, b.global, p)[D::rhs_j].start) * ldb;
   const std::size_t a_stride = a_loc[D::lhs_i] * a_loc[D::lhs_j];
   const std::size_t b_stride = b_loc[D::rhs_j] * b_loc[D::rhs_k];
   for (std::size_t t = 0; t < batches; ++t) {
@@ -96,18 +97,21 @@ void local_matmul(std::size_t p, operand_block<T, Rank>& a, operand_block<T, Ran
   }
 }
 
-// Runs a matmul plan on every addressable device of `m`: returns the result's blocks by
-// mesh position (laid out by c.out, unreduced over c.out_unreduced). The steps are
-// matmul_steps_of's for these extents (what matmul_plan::steps lists), run by the one
-// executor. One instantiation per (T, Mesh, Rank): the plan is a value, so tests can run
-// plans chosen at run time. a_blocks[p] / b_blocks[p]: the operands' blocks at position p,
-// sharded by c.lhs / c.rhs.
-template <class T, class Mesh, std::size_t Rank>
-std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mesh<Mesh>& m,
-                                  const std::vector<std::span<const T>>& a_blocks,
-                                  const shape<Rank>& a_global,
-                                  const std::vector<std::span<const T>>& b_blocks,
-                                  const shape<Rank>& b_global) {
+// Runs a matmul plan on the devices of a mesh (`devices`, by mesh position, on backend `bk`):
+// returns the result's blocks by mesh position (laid out by c.out, unreduced over
+// c.out_unreduced). The steps are matmul_steps_of's for these extents (what
+// matmul_plan::steps lists), run by the one executor. One instantiation per (T, Rank),
+// whatever the mesh (a value, core/detail/mesh_value.hpp), compiled once in
+// typeshard::runtime for the common ones: the plan is a value, so tests can run plans chosen
+// at run time. a_blocks[p] / b_blocks[p]: the operands' blocks at position p, sharded by
+// c.lhs / c.rhs.
+template <class T, std::size_t Rank>
+std::vector<buffer<T>> run_matmul_on(const matmul_choice<Rank>& c, backend& bk,
+                                     std::span<const device_id> devices, const mesh_value& mv,
+                                     const std::vector<std::span<const T>>& a_blocks,
+                                     const shape<Rank>& a_global,
+                                     const std::vector<std::span<const T>>& b_blocks,
+                                     const shape<Rank>& b_global) {
   using D = matmul_dims<Rank>;
   using block = operand_block<T, Rank>;
   constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
@@ -116,28 +120,51 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
   shape<Rank> c_global = a_global;
   c_global[D::out_k] = b_global[D::rhs_k];
   const matmul_step_list<Rank> list =
-      matmul_steps_of<Mesh>(c, matmul_shapes<Rank>{a_global, b_global, sizeof(T)});
+      matmul_steps_of(mv, c, matmul_shapes<Rank>{a_global, b_global, sizeof(T)});
 
-  std::vector<buffer<T>> out(Mesh::size);
-  backend& bk = m.get_backend();
-  for_each_position(m, [&](std::size_t p) {
+  std::vector<buffer<T>> out(mv.size);
+  bk.run(devices, [&](std::size_t p) {
     std::array<block, 4> x;
     x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
     x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
-    run_steps<T, Mesh, Rank>(bk, p, steps_span(list), std::span<block>(x),
-                             [&](std::span<block> ops) {
-                               const shape<Rank> c_loc = local_shape_of<Mesh>(c.local, c_global, p);
-                               buffer<T> c0(host_tensor<T, Rank>::element_count(c_loc));
-                               local_matmul<T, Mesh, Rank>(p, ops[lhs], ops[rhs], c0.data(), c_loc);
-                               ops[lhs] = block{};  // free the gathered operands before the
-                               ops[rhs] = block{};  // output's collectives
-                               ops[res] = block(nullptr, c.local, c_global);
-                               ops[res].adopt(std::move(c0), c.local);
-                             });
-    take_slices<T, Mesh, Rank>(p, x[res]);
+    run_steps<T, Rank>(bk, mv, p, steps_span(list), std::span<block>(x),
+                       [&](std::span<block> ops) {
+                         const shape<Rank> c_loc = local_shape_of(mv, c.local, c_global, p);
+                         buffer<T> c0(host_tensor<T, Rank>::element_count(c_loc));
+                         local_matmul<T, Rank>(mv, p, ops[lhs], ops[rhs], c0.data(), c_loc);
+                         ops[lhs] = block{};  // free the gathered operands before the
+                         ops[rhs] = block{};  // output's collectives
+                         ops[res] = block(nullptr, c.local, c_global);
+                         ops[res].adopt(std::move(c0), c.local);
+                       });
+    take_slices<T, Rank>(mv, p, x[res]);
     out[p] = std::move(x[res].owned);
   });
   return out;
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
+#define TYPESHARD_RUN_MATMUL_INSTANCE(prefix, T, R)                                            \
+  prefix std::vector<buffer<T>> run_matmul_on<T, R>(                                           \
+      const matmul_choice<R>&, backend&, std::span<const device_id>, const mesh_value&,        \
+      const std::vector<std::span<const T>>&, const shape<R>&,                                 \
+      const std::vector<std::span<const T>>&, const shape<R>&);
+#define TYPESHARD_FOR_RUN_MATMUL_INSTANCES(X, prefix)                                          \
+  X(prefix, float, 2) X(prefix, float, 3) X(prefix, float, 4)                                  \
+  X(prefix, double, 2) X(prefix, double, 3) X(prefix, double, 4)
+TYPESHARD_FOR_RUN_MATMUL_INSTANCES(TYPESHARD_RUN_MATMUL_INSTANCE, extern template)
+#endif
+
+// The same on device mesh m.
+template <class T, class Mesh, std::size_t Rank>
+std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mesh<Mesh>& m,
+                                  const std::vector<std::span<const T>>& a_blocks,
+                                  const shape<Rank>& a_global,
+                                  const std::vector<std::span<const T>>& b_blocks,
+                                  const shape<Rank>& b_global) {
+  return run_matmul_on<T, Rank>(c, m.get_backend(), std::span<const device_id>(m.devices()),
+                                mesh_value_of<Mesh>(), a_blocks, a_global, b_blocks, b_global);
 }
 
 // check_matmul_operands's failures, out of line: functions of values, one copy per TU.

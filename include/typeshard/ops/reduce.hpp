@@ -116,6 +116,45 @@ buffer<T> local_reduce(reduction op, std::span<const T> in, const shape<Rank>& s
   return out;
 }
 
+// Runs a reduction on the blocks of an array sharded by `in_spec` (extents `global`) on the
+// devices of a mesh (`devices`, by mesh position, on backend `b`): each device reduces its
+// block (op over the dimensions of `reduced`, mean by 1 / count) into `local` and then walks
+// the remaining steps (collectives, slices) in the one executor. A template of the element
+// type and rank only, whatever the plan and the mesh (a value), so a program's reductions
+// share it and typeshard::runtime compiles the common ones once.
+template <class T, std::size_t Rank>
+std::vector<buffer<T>> run_reduce_on(backend& b, std::span<const device_id> devices,
+                                     const mesh_value& mv, reduction op,
+                                     const std::array<bool, Rank>& reduced,
+                                     const std::vector<std::span<const T>>& blocks,
+                                     const spec_array<Rank>& in_spec, const shape<Rank>& global,
+                                     const spec_array<Rank>& local,
+                                     const shape<Rank>& kept_global, double count,
+                                     std::span<const step<Rank>> steps) {
+  std::vector<buffer<T>> out(mv.size);
+  b.run(devices, [&](std::size_t p) {
+    operand_block<T, Rank> x(nullptr, local, kept_global);
+    x.adopt(local_reduce<T, Rank>(op, blocks[p], local_shape_of(mv, in_spec, global, p), reduced,
+                                  count),
+            local);
+    run_steps<T, Rank>(b, mv, p, steps, std::span<operand_block<T, Rank>>(&x, 1), [](auto) {});
+    take_slices<T, Rank>(mv, p, x);
+    out[p] = std::move(x.owned);
+  });
+  return out;
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
+#define TYPESHARD_RUN_REDUCE_INSTANCE(prefix, T, R)                                            \
+  prefix std::vector<buffer<T>> run_reduce_on<T, R>(                                           \
+      backend&, std::span<const device_id>, const mesh_value&, reduction,                      \
+      const std::array<bool, R>&, const std::vector<std::span<const T>>&,                      \
+      const spec_array<R>&, const shape<R>&, const spec_array<R>&, const shape<R>&, double,    \
+      std::span<const step<R>>);
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_REDUCE_INSTANCE, extern template)
+#endif
+
 // Runs a reduce plan on `a`: one multi-device run in which each device reduces its block and
 // then walks the plan's remaining steps (collectives, slices) in the one executor.
 template <class Plan, class T, class Mesh, class S, class E, class U>
@@ -135,20 +174,14 @@ auto run_reduce(const sharded_array<T, Mesh, S, E, U>& a) {
   const std::span<const step<Rank>> steps =
       even ? std::span<const step<Rank>>(Plan::even_steps)
            : std::span<const step<Rank>>(Plan::uneven_steps);
-
-  std::vector<buffer<T>> out(Mesh::size);
-  backend& b = a.device_mesh().get_backend();
-  for_each_position(a.device_mesh(), [&](std::size_t p) {
-    operand_block<T, Rank> x(nullptr, local, kept_global);
-    // steps[0] is the local_reduce step; the executor runs the rest.
-    x.adopt(local_reduce<T, Rank>(Plan::op, a.local_data(p), a.local_shape(p), Plan::reduced,
-                                  count),
-            local);
-    run_steps<T, Mesh, Rank>(b, p, steps.subspan(1), std::span<operand_block<T, Rank>>(&x, 1),
-                             [](auto) {});
-    take_slices<T, Mesh, Rank>(p, x);
-    out[p] = std::move(x.owned);
-  });
+  std::vector<std::span<const T>> blocks(Mesh::size);
+  for (std::size_t p = 0; p < Mesh::size; ++p) blocks[p] = a.local_data(p);
+  // steps[0] is the local_reduce step; the executor runs the rest.
+  std::vector<buffer<T>> out = run_reduce_on<T, Rank>(
+      a.device_mesh().get_backend(), std::span<const device_id>(a.device_mesh().devices()),
+      mesh_value_of<Mesh>(), Plan::op, Plan::reduced, blocks,
+      sharded_array<T, Mesh, S, E, U>::layout_type::entries, global, local, kept_global, count,
+      steps.subspan(1));
 
   // The result at the input's rank, then (no copy) at the output's rank.
   constexpr std::size_t OutRank = Plan::out_rank;

@@ -127,6 +127,14 @@ constexpr matmul_step_list<Rank> matmul_steps_of(const matmul_choice<Rank>& c,
   if (std::is_constant_evaluated()) return matmul_steps_body(c, even_lhs, even_rhs, even_out);
   return matmul_steps_at_run_time(c, even_lhs, even_rhs, even_out);
 }
+// The same on a mesh held as a value (the executor's, core/detail/mesh_value.hpp).
+template <std::size_t Rank>
+matmul_step_list<Rank> matmul_steps_of(const mesh_value& m, const matmul_choice<Rank>& c,
+                                       const matmul_shapes<Rank>& sh) {
+  return matmul_steps_at_run_time(c, even_between(m, c.lhs, c.lhs_gemm, sh.lhs),
+                                  even_between(m, c.rhs, c.rhs_gemm, sh.rhs),
+                                  c.out_named && even_between(m, c.local, c.out, sh.out()));
+}
 
 // spec_from<Array>(index_sequence): declared only, for decltype: the spec type whose
 // entries are the values of a spec_array (unreduced_from, its twin for unreduced types, is in

@@ -71,6 +71,7 @@ struct box_grid {
 };
 
 // Draws the grid as JAX does (viz/impl/visualize.ipp).
+TYPESHARD_DEFERRED
 TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string_view platform,
                                        const visualize_options& o);
 

@@ -10,10 +10,12 @@
 
 #include <array>
 #include <cstddef>
+#include <vector>
 
 #include "../layout.hpp"
 #include "../mesh.hpp"
 #include "../spec.hpp"
+#include "mesh_value.hpp"
 
 namespace typeshard::detail {
 
@@ -61,6 +63,33 @@ constexpr mesh_group<Mesh> group_of(const group_axes& axes, std::size_t position
   g.size = group_size<Mesh>(axes);
   g.rank = group_rank<Mesh>(axes, position);
   for (std::size_t r = 0; r < g.size; ++r) g.members[r] = group_member<Mesh>(axes, position, r);
+  return g;
+}
+
+// The group over `axes` that contains position p, on a mesh held as a value (for the
+// executor, ops/detail/executor.hpp): the same members, rank and axes as group_of<Mesh>.
+struct group_members {
+  std::vector<std::size_t> members;
+  std::size_t rank = 0;
+  group_axes axes{};
+};
+
+TYPESHARD_NOINLINE inline group_members group_of(const mesh_value& m, const group_axes& axes, std::size_t position) {
+  group_members g;
+  g.axes = axes;
+  g.rank = shard_of(m, axes, position);
+  const std::size_t size = shards_of(m, axes);
+  g.members.resize(size);
+  for (std::size_t r = 0; r < size; ++r) {
+    std::size_t p = position, rest = r;
+    for (std::size_t a = axes.count; a-- > 0;) {
+      const std::size_t i = m.index_of(axes.axes[a]);
+      if (i >= m.rank()) continue;
+      p = m.with_coordinate(p, i, rest % m.axes[i].size);
+      rest /= m.axes[i].size;
+    }
+    g.members[r] = p;
+  }
   return g;
 }
 

@@ -35,6 +35,11 @@ collective_group backend_group(const mesh_group<Mesh>& g) {
           std::span<const axis_name>(g.axes.axes, g.axes.count)};
 }
 
+inline collective_group backend_group(const group_members& g) {
+  return {std::span<const std::size_t>(g.members), g.rank,
+          std::span<const axis_name>(g.axes.axes, g.axes.count)};
+}
+
 // all_gather along d: member j contributes a block whose extent along d is
 // member_extents[j]; `out` has extent sum(member_extents) there, the other extents of `in`.
 template <class T, std::size_t Rank>

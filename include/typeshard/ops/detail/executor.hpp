@@ -8,8 +8,9 @@
 // the previous one (the collective is the only copy); a local slice is pending until
 // something needs the block (consecutive slices are one copy of the kept part), and the
 // GEMM reads a slice along its contracting dimension in place. The caller supplies what a
-// `local_gemm` step computes. Not a template of the plan (its steps arrive as values), so
-// a program with many plans instantiates this once per element type, mesh and rank.
+// `local_gemm` step computes. Not a template of the plan (its steps arrive as values) nor of
+// the mesh (a value, core/detail/mesh_value.hpp), so a program with many plans and meshes
+// instantiates it once per element type and rank.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,7 @@
 #include "../../array/sharded_array.hpp"
 #include "../../backend/backend.hpp"
 #include "../../core/detail/mesh_group.hpp"
+#include "../../core/detail/mesh_value.hpp"
 #include "../../core/layout.hpp"
 #include "../../detail/buffer.hpp"
 #include "../../plan/reshard_plan.hpp"
@@ -50,23 +52,29 @@ struct operand_block {
   }
 };
 
-template <class Mesh, std::size_t Rank>
-std::vector<std::size_t> member_extents(const mesh_group<Mesh>& g, const spec_array<Rank>& s,
-                                        const shape<Rank>& global, std::size_t d) {
-  std::vector<std::size_t> out(g.size);
-  for (std::size_t r = 0; r < g.size; ++r)
-    out[r] = local_shape_of<Mesh>(s, global, g.members[r])[d];
+// The extents along d of the blocks of the group's members.
+template <std::size_t Rank>
+std::vector<std::size_t> member_extents(const mesh_value& m, const group_members& g,
+                                        const spec_array<Rank>& s, const shape<Rank>& global,
+                                        std::size_t d) {
+  std::vector<std::size_t> out(g.members.size());
+  for (std::size_t r = 0; r < g.members.size(); ++r)
+    out[r] = local_shape_of(m, s, global, g.members[r])[d];
   return out;
 }
 
+// The functions below take the mesh as a value (core/detail/mesh_value.hpp), so they are
+// templates of the element type and rank only: one instantiation serves every mesh of a
+// program, and typeshard::runtime compiles the common ones once (extern template below).
+
 // Takes the pending slices of block x at position p: one copy of the part kept.
-template <class T, class Mesh, std::size_t Rank>
-void take_slices(std::size_t p, operand_block<T, Rank>& x) {
+template <class T, std::size_t Rank>
+void take_slices(const mesh_value& m, std::size_t p, operand_block<T, Rank>& x) {
   if (x.held == x.spec) return;
-  const shape<Rank> have_shape = local_shape_of<Mesh>(x.held, x.global, p);
-  const shape<Rank> want_shape = local_shape_of<Mesh>(x.spec, x.global, p);
-  const index_slices<Rank> have = index_of<Mesh>(x.held, x.global, p);
-  const index_slices<Rank> want = index_of<Mesh>(x.spec, x.global, p);
+  const shape<Rank> have_shape = local_shape_of(m, x.held, x.global, p);
+  const shape<Rank> want_shape = local_shape_of(m, x.spec, x.global, p);
+  const index_slices<Rank> have = index_of(m, x.held, x.global, p);
+  const index_slices<Rank> want = index_of(m, x.spec, x.global, p);
   shape<Rank> origin{};
   for (std::size_t d = 0; d < Rank; ++d) origin[d] = want[d].start - have[d].start;
   buffer<T> next(host_tensor<T, Rank>::element_count(want_shape));
@@ -75,16 +83,17 @@ void take_slices(std::size_t p, operand_block<T, Rank>& x) {
 }
 
 // Runs one collective or slice step on block x at position p.
-template <class T, class Mesh, std::size_t Rank>
-void run_step(backend& b, std::size_t p, const step<Rank>& s, operand_block<T, Rank>& x) {
+template <class T, std::size_t Rank>
+void run_step(backend& b, const mesh_value& m, std::size_t p, const step<Rank>& s,
+              operand_block<T, Rank>& x) {
   if (s.kind == step_kind::slice) {
     x.spec = s.spec_after;  // taken when the block is next needed
     return;
   }
-  take_slices<T, Mesh, Rank>(p, x);
-  const shape<Rank> cur_shape = local_shape_of<Mesh>(x.held, x.global, p);
-  buffer<T> next(host_tensor<T, Rank>::element_count(local_shape_of<Mesh>(s.spec_after, x.global, p)));
-  const mesh_group<Mesh> g = group_of<Mesh>(s.axes, p);
+  take_slices<T, Rank>(m, p, x);
+  const shape<Rank> cur_shape = local_shape_of(m, x.held, x.global, p);
+  buffer<T> next(host_tensor<T, Rank>::element_count(local_shape_of(m, s.spec_after, x.global, p)));
+  const group_members g = group_of(m, s.axes, p);
   switch (s.kind) {
     case step_kind::psum:
       b.all_reduce(backend_group(g), element_type_of<T>, reduce_op::sum, x.data, next.data(),
@@ -97,13 +106,13 @@ void run_step(backend& b, std::size_t p, const step<Rank>& s, operand_block<T, R
                    next.data(), next.size());
       break;
     case step_kind::psum_scatter: {
-      const auto extents = member_extents(g, s.spec_after, x.global, s.dim);
+      const auto extents = member_extents(m, g, s.spec_after, x.global, s.dim);
       scatter_along(b, backend_group(g), reduce_op::sum, x.data, cur_shape, s.dim,
                     std::span<const std::size_t>(extents), next.data());
       break;
     }
     case step_kind::all_gather: {
-      const auto extents = member_extents(g, x.held, x.global, s.dim);
+      const auto extents = member_extents(m, g, x.held, x.global, s.dim);
       gather_along(b, backend_group(g), x.data, cur_shape, s.dim,
                    std::span<const std::size_t>(extents), next.data());
       break;
@@ -124,30 +133,49 @@ void run_step(backend& b, std::size_t p, const step<Rank>& s, operand_block<T, R
 
 // Runs `steps` at position p on the operands (indexed by step_operand); a local_gemm step
 // calls gemm(operands), holding one of the backend's kernel slots.
-template <class T, class Mesh, std::size_t Rank, class Gemm>
-void run_steps(backend& b, std::size_t p, std::span<const step<Rank>> steps,
+template <class T, std::size_t Rank, class Gemm>
+void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const step<Rank>> steps,
                std::span<operand_block<T, Rank>> operands, Gemm&& gemm) {
   for (const step<Rank>& s : steps) {
     if (s.kind == step_kind::local_gemm) {
       const backend::kernel_slot slot = b.acquire_kernel_slot();  // see backend.hpp
       gemm(operands);
     } else {
-      run_step<T, Mesh, Rank>(b, p, s, operands[static_cast<std::size_t>(s.operand)]);
+      run_step<T, Rank>(b, m, p, s, operands[static_cast<std::size_t>(s.operand)]);
     }
   }
 }
 
 // Runs the steps of one array (a reshard) on the block of mesh position p (shape from
 // `from`), returning p's new block.
+template <class T, std::size_t Rank>
+buffer<T> run_steps_on(backend& b, const mesh_value& m, std::size_t p, const T* in,
+                       const shape<Rank>& global, const spec_array<Rank>& from,
+                       std::span<const step<Rank>> steps) {
+  operand_block<T, Rank> x(in, from, global);
+  run_steps<T, Rank>(b, m, p, steps, std::span<operand_block<T, Rank>>(&x, 1), [](auto) {});
+  take_slices<T, Rank>(m, p, x);
+  return std::move(x.owned);
+}
+
+// The same on mesh type Mesh.
 template <class T, class Mesh, std::size_t Rank>
 buffer<T> run_steps_on(backend& b, std::size_t p, const T* in, const shape<Rank>& global,
                        const spec_array<Rank>& from, std::span<const step<Rank>> steps) {
-  operand_block<T, Rank> x(in, from, global);
-  run_steps<T, Mesh, Rank>(b, p, steps, std::span<operand_block<T, Rank>>(&x, 1),
-                           [](auto) {});
-  take_slices<T, Mesh, Rank>(p, x);
-  return std::move(x.owned);
+  return run_steps_on<T, Rank>(b, mesh_value_of<Mesh>(), p, in, global, from, steps);
 }
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
+#define TYPESHARD_EXECUTOR_INSTANCE(prefix, T, R)                                              \
+  prefix void take_slices<T, R>(const mesh_value&, std::size_t, operand_block<T, R>&);        \
+  prefix void run_step<T, R>(backend&, const mesh_value&, std::size_t, const step<R>&,         \
+                             operand_block<T, R>&);                                            \
+  prefix buffer<T> run_steps_on<T, R>(backend&, const mesh_value&, std::size_t, const T*,     \
+                                      const shape<R>&, const spec_array<R>&,                   \
+                                      std::span<const step<R>>);
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_EXECUTOR_INSTANCE, extern template)
+#endif
 
 template <std::size_t Rank, std::size_t Capacity>
 std::span<const step<Rank>> steps_span(const step_array<Rank, Capacity>& l) {
@@ -174,19 +202,39 @@ std::span<const step<Rank>> reshard_steps_for(const shape<Rank>& global) {
                                        std::span<const step<Rank>>(Plan::uneven_steps));
 }
 
-// Runs `steps` on every device of the mesh; returns the new blocks, by position. Not a
-// template of the plan, so it is instantiated once per element type, mesh and rank.
+// Runs `steps` on the devices of a mesh (`devices`, by mesh position, on backend `b`);
+// returns the new blocks, by position. Not a template of the plan nor of the mesh, so it is
+// instantiated once per element type and rank (and compiled once in typeshard::runtime for
+// the common ones).
+template <class T, std::size_t Rank>
+std::vector<buffer<T>> run_plan_on(backend& b, std::span<const device_id> devices,
+                                   const mesh_value& mv, const shape<Rank>& global,
+                                   const std::vector<std::span<const T>>& blocks,
+                                   const spec_array<Rank>& from,
+                                   std::span<const step<Rank>> steps) {
+  std::vector<buffer<T>> out(mv.size);
+  b.run(devices, [&](std::size_t p) {
+    out[p] = run_steps_on<T, Rank>(b, mv, p, blocks[p].data(), global, from, steps);
+  });
+  return out;
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+#define TYPESHARD_RUN_PLAN_INSTANCE(prefix, T, R)                                              \
+  prefix std::vector<buffer<T>> run_plan_on<T, R>(                                             \
+      backend&, std::span<const device_id>, const mesh_value&, const shape<R>&,                \
+      const std::vector<std::span<const T>>&, const spec_array<R>&, std::span<const step<R>>);
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_PLAN_INSTANCE, extern template)
+#endif
+
+// The same on device mesh m.
 template <class T, class Mesh, std::size_t Rank>
 std::vector<buffer<T>> run_plan(const device_mesh<Mesh>& m, const shape<Rank>& global,
                                 const std::vector<std::span<const T>>& blocks,
                                 const spec_array<Rank>& from,
                                 std::span<const step<Rank>> steps) {
-  std::vector<buffer<T>> out(Mesh::size);
-  backend& b = m.get_backend();
-  for_each_position(m, [&](std::size_t p) {
-    out[p] = run_steps_on<T, Mesh, Rank>(b, p, blocks[p].data(), global, from, steps);
-  });
-  return out;
+  return run_plan_on<T, Rank>(m.get_backend(), std::span<const device_id>(m.devices()),
+                              mesh_value_of<Mesh>(), global, blocks, from, steps);
 }
 
 // Runs reshard plan Plan on the array's blocks.

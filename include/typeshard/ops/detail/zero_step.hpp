@@ -71,6 +71,7 @@ P zero_step(const P& param, const G& grad, Update&& update) {
   const std::span<const step<Rank>> gather_steps = reshard_steps_for<gather, Mesh, Rank>(global);
   std::vector<buffer<T>> out(Mesh::size);
   backend& b = param.device_mesh().get_backend();
+  constexpr mesh_value mv = mesh_value_of<Mesh>();
   for_each_position(param.device_mesh(), [&](std::size_t p) {
     const std::span<const T> g_in = grad.local_data(p);
     const std::span<const T> w_in = param.local_data(p);
@@ -78,7 +79,7 @@ P zero_step(const P& param, const G& grad, Update&& update) {
         host_tensor<T, Rank>::element_count(local_shape_of<Mesh>(to_of<rs, Rank>(), global, p));
     // 1. this device's shard of the gradient, reduced, in a buffer of its own
     buffer<T> shard =
-        run_steps_on<T, Mesh, Rank>(b, p, g_in.data(), global, from_of<rs, Rank>(), rs_steps);
+        run_steps_on<T, Rank>(b, mv, p, g_in.data(), global, from_of<rs, Rank>(), rs_steps);
     if (shard.size() != n) {  // no steps (nothing to reduce or slice): a copy to update
       shard = buffer<T>(n);
       std::copy_n(g_in.data(), n, shard.data());
@@ -89,14 +90,14 @@ P zero_step(const P& param, const G& grad, Update&& update) {
     buffer<T> w_copy;
     const T* w = w_in.data() + (at >= 0 ? at : 0);
     if (at < 0) {
-      w_copy = run_steps_on<T, Mesh, Rank>(b, p, w_in.data(), global, from_of<slice, Rank>(),
+      w_copy = run_steps_on<T, Rank>(b, mv, p, w_in.data(), global, from_of<slice, Rank>(),
                                            slice_steps);
       w = w_copy.data();
     }
     // 3. the update, over the reduced gradient
     update(p, shard.data(), w, n);
     // 4. the parameter's new block
-    out[p] = run_steps_on<T, Mesh, Rank>(b, p, shard.data(), global, from_of<gather, Rank>(),
+    out[p] = run_steps_on<T, Rank>(b, mv, p, shard.data(), global, from_of<gather, Rank>(),
                                          gather_steps);
     if (out[p].size() == 0) out[p] = std::move(shard);  // no step ran: the shard is the block
   });

@@ -325,6 +325,14 @@ constexpr einsum_step_list<R> einsum_steps_of(const einsum_equation& eq, const e
                           c.out_named &&
                               even_between<Mesh>(c.local, c.out, einsum_out_shape(eq, sh)));
 }
+// The same on a mesh held as a value (the executor's, core/detail/mesh_value.hpp).
+template <std::size_t R>
+einsum_step_list<R> einsum_steps_of(const mesh_value& m, const einsum_equation& eq,
+                                    const einsum_choice<R>& c, const einsum_shapes<R>& sh) {
+  return einsum_steps_at_run_time(
+      c, even_between(m, c.lhs, c.lhs_gemm, sh.lhs), even_between(m, c.rhs, c.rhs_gemm, sh.rhs),
+      c.out_named && even_between(m, c.local, c.out, einsum_out_shape(eq, sh)));
+}
 
 }  // namespace typeshard::detail
 

@@ -183,6 +183,11 @@ constexpr bool even_between(const spec_array<Rank>& a, const spec_array<Rank>& b
                             const shape<Rank>& global) {
   return is_even<Mesh>(a, global) && is_even<Mesh>(b, global);
 }
+template <std::size_t Rank>
+constexpr bool even_between(const mesh_value& m, const spec_array<Rank>& a,
+                            const spec_array<Rank>& b, const shape<Rank>& global) {
+  return is_even(m, a, global) && is_even(m, b, global);
+}
 
 // The steps reshard runs from (from, unreduced) to (to, keep).
 template <class Mesh, std::size_t Rank>

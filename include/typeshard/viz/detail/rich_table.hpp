@@ -57,6 +57,7 @@ struct segment {
 using segment_line = std::vector<segment>;
 
 // Display width of UTF-8 text whose characters are one cell each (ASCII, box drawing).
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline long long cell_len(std::string_view s) {
   long long n = 0;
@@ -68,6 +69,7 @@ inline long long cell_len(std::string_view s) {
 struct quotient_remainder {
   long long quotient, remainder;
 };
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline quotient_remainder py_divmod(long long a, long long b) {
   long long q = a / b, r = a % b;
@@ -79,6 +81,7 @@ inline quotient_remainder py_divmod(long long a, long long b) {
 }
 
 // Python's round(): to nearest, ties to even (the default floating-point rounding mode).
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline long long py_round(double x) { return static_cast<long long>(std::nearbyint(x)); }
 
@@ -107,6 +110,7 @@ measurement measurement_get(long long max_width, Measure&& own) {
 }
 
 // Text.__rich_measure__ of a one-line label: the longest word, the whole line.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline measurement measure_text(std::string_view text, long long max_width) {
   return measurement_get(max_width, [&] {
@@ -121,6 +125,7 @@ inline measurement measure_text(std::string_view text, long long max_width) {
 }
 
 // Padding.__rich_measure__ (around Align, which measures as its text).
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline measurement measure_cell(const padded_label& c, long long max_width) {
   return measurement_get(max_width, [&] {
@@ -136,6 +141,7 @@ inline measurement measure_cell(const padded_label& c, long long max_width) {
 using grid = std::vector<std::vector<padded_label>>;  // rows of cells, all rows equally long
 
 // Table._measure_column.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline measurement measure_column(const grid& rows, std::size_t column, long long max_width) {
   if (max_width < 1) return {0, 0};
@@ -151,6 +157,7 @@ inline measurement measure_column(const grid& rows, std::size_t column, long lon
 
 // _ratio.ratio_reduce: take `total` away from `values`, in proportion to `ratios`, at most
 // `maximums` from each.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline std::vector<long long> ratio_reduce(long long total, std::vector<long long> ratios,
                                            const std::vector<long long>& maximums,
@@ -178,6 +185,7 @@ inline std::vector<long long> ratio_reduce(long long total, std::vector<long lon
   return out;
 }
 
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline long long sum(const std::vector<long long>& v) {
   long long s = 0;
@@ -186,6 +194,7 @@ inline long long sum(const std::vector<long long>& v) {
 }
 
 // Table._collapse_widths (every column may wrap): shrink the widest columns first.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline std::vector<long long> collapse_widths(std::vector<long long> widths, long long max_width) {
   long long total = sum(widths);
@@ -208,6 +217,7 @@ inline std::vector<long long> collapse_widths(std::vector<long long> widths, lon
 }
 
 // Table._calculate_column_widths (expand False, no fixed widths).
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline std::vector<long long> column_widths(const grid& rows, std::size_t columns,
                                             long long max_width) {
@@ -231,6 +241,7 @@ inline std::vector<long long> column_widths(const grid& rows, std::size_t column
 // ---- Rendering ----------------------------------------------------------------------------
 
 // The first `cells` cells of s (set_cell_size, for text of one-cell characters).
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline std::string take_cells(std::string_view s, long long cells) {
   std::size_t i = 0;
@@ -246,6 +257,7 @@ inline std::string take_cells(std::string_view s, long long cells) {
 }
 
 // Segment.adjust_line_length: crop to `length` cells, or pad with spaces in `pad_style`.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline segment_line adjust_line_length(const segment_line& line, long long length, bool pad,
                                        const padded_label* pad_style = nullptr) {
@@ -274,6 +286,7 @@ inline segment_line adjust_line_length(const segment_line& line, long long lengt
 
 // _wrap.divide_line without fold (a Table column's overflow is "ellipsis"): where to break
 // `text` so that each word starts a line when it does not fit on the current one.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline std::vector<std::size_t> divide_line(std::string_view text, long long width) {
   std::vector<std::size_t> breaks;
@@ -304,6 +317,7 @@ inline std::vector<std::size_t> divide_line(std::string_view text, long long wid
 
 // Text.wrap(width) with justify "left" and overflow "ellipsis": lines of exactly `width`
 // cells; a line too long ends in "…".
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline std::vector<std::string> wrap_text(std::string_view text, long long width) {
   std::vector<std::size_t> offsets = divide_line(text, width);
@@ -328,6 +342,7 @@ inline std::vector<std::string> wrap_text(std::string_view text, long long width
 }
 
 // Padding(Align(label, "center")) rendered `width` cells wide: its lines, each `width` cells.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline std::vector<segment_line> render_cell(const padded_label& c, long long width) {
   const padded_label* style = c.styled ? &c : nullptr;
@@ -371,6 +386,7 @@ struct square_box {
   static constexpr std::string_view bottom[3] = {"\u2514", "\u2534", "\u2518"};
 };
 
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline segment_line border_line(const std::string_view (&parts)[3],
                                 const std::vector<long long>& widths) {
@@ -386,6 +402,7 @@ inline segment_line border_line(const std::string_view (&parts)[3],
 // Table(show_header=False, padding=0, pad_edge=False, box=SQUARE and show_lines=True when
 // `boxed`, else box=None) rendered on a console `console_width` cells wide: its lines,
 // cropped to the console's width as Console.print does.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline std::vector<segment_line> render_table(const grid& rows, bool boxed,
                                               long long console_width) {
@@ -425,6 +442,7 @@ inline std::vector<segment_line> render_table(const grid& rows, bool boxed,
 
 // Color.downgrade(EIGHT_BIT) of a truecolor colour: a grey ramp entry when the saturation
 // is under 15%, else the nearest entry of the 6x6x6 cube.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline int eight_bit_colour(rgb c) {
   const double r = c.r / 255.0, g = c.g / 255.0, b = c.b / 255.0;
@@ -443,6 +461,7 @@ inline int eight_bit_colour(rgb c) {
 }
 
 // Style(color=foreground, bgcolor=background).render: "\x1b[<fg>;<bg>m" text "\x1b[0m".
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline void write_styled(std::ostream& os, const segment& s, ansi_palette palette) {
   if (s.text.empty()) return;
@@ -459,6 +478,7 @@ inline void write_styled(std::ostream& os, const segment& s, ansi_palette palett
      << s.text << "\x1b[0m";
 }
 
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline void write_lines(std::ostream& os, const std::vector<segment_line>& lines,
                         ansi_palette palette) {

@@ -39,6 +39,7 @@ inline constexpr rgb tab20b[20] = {
 
 // JAX's make_color_iter: the k-th of n boxes (row-major) takes colormap(linspace(0, 1, n)[i])
 // where i steps by n/2 (+1 when n is even) modulo n, so neighbours get distant colours.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL std::vector<rgb> box_colours(std::size_t n) {
   std::vector<rgb> out;
@@ -55,12 +56,14 @@ TYPESHARD_RUNTIME_DECL std::vector<rgb> box_colours(std::size_t n) {
 }
 
 // JAX's _get_text_color: black on light backgrounds, white on dark ones.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL rgb text_colour(rgb bg) {
   return (bg.r * 0.299 + bg.g * 0.587 + bg.b * 0.114) > 186 ? rgb{0, 0, 0} : rgb{255, 255, 255};
 }
 
 // Whether `os` writes to a terminal: std::cout or std::cerr/std::clog on a tty.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL bool writes_to_terminal(const std::ostream& os) {
   int fd = -1;
@@ -75,6 +78,7 @@ TYPESHARD_RUNTIME_DECL bool writes_to_terminal(const std::ostream& os) {
 }
 
 // rich's choice: colours on a terminal unless NO_COLOR is set or TERM is dumb.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL bool use_colour(const std::ostream& os, const visualize_options& o) {
   if (o.use_color) return *o.use_color;
@@ -85,6 +89,7 @@ TYPESHARD_RUNTIME_DECL bool use_colour(const std::ostream& os, const visualize_o
   return writes_to_terminal(os);
 }
 
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL ansi_palette palette(const visualize_options& o) {
   if (o.colors == color_system::truecolor) return ansi_palette::truecolor;
@@ -94,6 +99,7 @@ TYPESHARD_RUNTIME_DECL ansi_palette palette(const visualize_options& o) {
   return (ct == "truecolor" || ct == "24bit") ? ansi_palette::truecolor : ansi_palette::eight_bit;
 }
 
+TYPESHARD_DEFERRED
 TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL void check_options(const visualize_options& o) {
   if (!(std::isfinite(o.scale) && o.scale >= 0.0 && o.scale <= 1000.0))
@@ -104,6 +110,7 @@ TYPESHARD_RUNTIME_DECL void check_options(const visualize_options& o) {
                       "; pass a console width between 1 and 100000 characters (JAX uses 80)");
 }
 
+TYPESHARD_DEFERRED_DEFINITION
 TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string_view platform,
                                        const visualize_options& o) {
