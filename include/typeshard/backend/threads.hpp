@@ -135,6 +135,11 @@ class cpu_devices final : public backend {
   std::size_t kernels_running_ = 0;
   std::mutex kernel_mutex_;
   std::condition_variable kernel_slot_free_;
+  // The cores of the process's affinity mask when the pool was made (Linux; empty where a
+  // kernel is not pinned: one core, or more slots than cores), and which of them a running
+  // kernel holds (under kernel_mutex_): each kernel runs pinned to a core of its own.
+  std::vector<int> kernel_cores_;
+  std::vector<bool> kernel_core_taken_;
 };
 
 }  // namespace typeshard

@@ -118,6 +118,15 @@ TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count,
     throw usage_error(
         "typeshard: cpu_devices needs at least one device; pass the number of simulated "
         "devices, for example ts::cpu_devices devices{8}");
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) kernel_cores_.push_back(c);
+  if (kernel_cores_.size() < 2 || kernel_slots_ > kernel_cores_.size()) kernel_cores_.clear();
+  kernel_core_taken_.assign(kernel_cores_.size(), false);
+#endif
   workers_.reserve(count);
   for (std::size_t i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>());
   for (std::size_t i = 0; i < count; ++i)
@@ -314,18 +323,62 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_run(std::span<const device_id> devic
   detail::rethrow_first_failure(devices, failures);
 }
 
+namespace detail {
+// The index into kernel_cores_ of the core the calling thread's kernel is pinned to, if any
+// (a device thread holds at most one slot at a time).
+inline std::size_t& pinned_kernel_core() {
+  thread_local std::size_t core = static_cast<std::size_t>(-1);
+  return core;
+}
+}  // namespace detail
+
+// A kernel holding a slot is pinned to a core no other kernel holds (the one it is on, if
+// free), and unpinned when it gives the slot back. Unpinned, the scheduler sometimes ran two
+// GEMMs time-sliced on one core while the other idled (a woken thread queued behind a
+// running one, a cache-hot task the balancer will not move for some milliseconds).
 TYPESHARD_RUNTIME_DECL void cpu_devices::do_acquire_kernel_slot() {
   if (kernel_slots_ >= workers_.size()) return;
   std::unique_lock lock(kernel_mutex_);
   kernel_slot_free_.wait(lock, [&] { return kernels_running_ < kernel_slots_; });
   ++kernels_running_;
+#if defined(__linux__)
+  if (kernel_cores_.empty()) return;
+  const int here = sched_getcpu();
+  std::size_t pick = kernel_cores_.size();
+  for (std::size_t i = 0; i < kernel_cores_.size(); ++i) {
+    if (kernel_core_taken_[i]) continue;
+    if (pick == kernel_cores_.size() || kernel_cores_[i] == here) pick = i;
+    if (kernel_cores_[i] == here) break;
+  }
+  if (pick == kernel_cores_.size()) return;  // not reached: slots <= cores
+  kernel_core_taken_[pick] = true;
+  detail::pinned_kernel_core() = pick;
+  lock.unlock();
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(kernel_cores_[pick], &one);
+  (void)sched_setaffinity(0, sizeof one, &one);  // on failure the kernel runs unpinned
+#endif
 }
 
 TYPESHARD_RUNTIME_DECL void cpu_devices::do_release_kernel_slot() noexcept {
   if (kernel_slots_ >= workers_.size()) return;
+#if defined(__linux__)
+  std::size_t& pinned = detail::pinned_kernel_core();
+  if (pinned != static_cast<std::size_t>(-1)) {
+    cpu_set_t all;  // the mask the pool was made with
+    CPU_ZERO(&all);
+    for (int c : kernel_cores_) CPU_SET(c, &all);
+    (void)sched_setaffinity(0, sizeof all, &all);
+  }
+#endif
   {
     std::lock_guard lock(kernel_mutex_);
     --kernels_running_;
+#if defined(__linux__)
+    if (pinned != static_cast<std::size_t>(-1)) kernel_core_taken_[pinned] = false;
+    pinned = static_cast<std::size_t>(-1);
+#endif
   }
   kernel_slot_free_.notify_one();
 }
