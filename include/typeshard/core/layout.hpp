@@ -180,7 +180,8 @@ TYPESHARD_NOINLINE constexpr std::size_t shards_of(const mesh_value& m, const di
   for (std::size_t a = 0; a < ds.count; ++a) n *= m.size_of(ds.axes[a]);
   return n;
 }
-TYPESHARD_NOINLINE constexpr std::size_t shard_of(const mesh_value& m, const dim_spec& ds, std::size_t position) {
+TYPESHARD_NOINLINE constexpr std::size_t shard_of(const mesh_value& m, const dim_spec& ds,
+                                                  std::size_t position) {
   std::size_t k = 0;
   for (std::size_t a = 0; a < ds.count; ++a) {
     const std::size_t i = m.index_of(ds.axes[a]);
@@ -189,8 +190,10 @@ TYPESHARD_NOINLINE constexpr std::size_t shard_of(const mesh_value& m, const dim
   return k;
 }
 template <std::size_t Rank>
-TYPESHARD_NOINLINE constexpr index_slices<Rank> index_of(const mesh_value& m, const spec_array<Rank>& s,
-                                      const shape<Rank>& global, std::size_t position) {
+TYPESHARD_NOINLINE constexpr index_slices<Rank> index_of(const mesh_value& m,
+                                                         const spec_array<Rank>& s,
+                                                         const shape<Rank>& global,
+                                                         std::size_t position) {
   index_slices<Rank> out{};
   for (std::size_t d = 0; d < Rank; ++d)
     out[d] = block_slice(global[d], shards_of(m, s[d]), shard_of(m, s[d], position));

@@ -74,7 +74,8 @@ struct group_members {
   group_axes axes{};
 };
 
-TYPESHARD_NOINLINE inline group_members group_of(const mesh_value& m, const group_axes& axes, std::size_t position) {
+TYPESHARD_NOINLINE inline group_members group_of(const mesh_value& m, const group_axes& axes,
+                                                 std::size_t position) {
   group_members g;
   g.axes = axes;
   g.rank = shard_of(m, axes, position);

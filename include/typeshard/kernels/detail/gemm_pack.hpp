@@ -124,7 +124,8 @@ void pack_a_rows(std::size_t mc, std::size_t kc, const T* a, std::size_t rs, std
     const std::size_t rows = std::min(mr, mc - i0);
     const T* src = a + i0 * rs;
     if (cs == 1) {
-      for (std::size_t i = 0; i < rows; ++i) std::memcpy(out + i * ka, src + i * rs, kc * sizeof(T));
+      for (std::size_t i = 0; i < rows; ++i)
+        std::memcpy(out + i * ka, src + i * rs, kc * sizeof(T));
     } else {  // transposed: rs == 1
       for (std::size_t p = 0; p < kc; ++p)
         for (std::size_t i = 0; i < rows; ++i) out[i * ka + p] = src[p * cs + i];
