@@ -74,14 +74,16 @@ TYPESHARD_COLD inline void rethrow_first_failure(std::span<const device_id> devi
   }
   if (chosen == failures.size()) return;
   // Thrown from inside the handler, so device_error's nested_exception holds the original.
-  const std::string where =
-      "typeshard: the function running on device " + std::to_string(devices[chosen]) + " threw: ";
+  const char* const where = "typeshard: the function running on device ";
   try {
     std::rethrow_exception(failures[chosen]);
   } catch (const std::exception& e) {
-    throw device_error(devices[chosen], where + e.what(), failures[chosen]);
+    throw device_error(devices[chosen], message({where, devices[chosen], " threw: ", e.what()}),
+                       failures[chosen]);
   } catch (...) {
-    throw device_error(devices[chosen], where + "an exception not derived from std::exception",
+    throw device_error(devices[chosen],
+                       message({where, devices[chosen],
+                                " threw: an exception not derived from std::exception"}),
                        failures[chosen]);
   }
 }
@@ -155,8 +157,8 @@ TYPESHARD_RUNTIME_DECL backend::body_position cpu_devices::current_body() const 
 
 TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL std::string cpu_devices::devices_summary() const {
-  return "this cpu_devices has " + std::to_string(workers_.size()) + " devices (0 to " +
-         std::to_string(workers_.size() - 1) + ")";
+  return detail::message({"this cpu_devices has ", workers_.size(), " devices (0 to ",
+                          workers_.size() - 1, ")"});
 }
 
 TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_gather(const collective_group& g,
