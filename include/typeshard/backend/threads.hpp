@@ -38,6 +38,8 @@ namespace typeshard {
 namespace detail {
 
 class thread_run;
+struct thread_call;
+struct thread_job;
 
 // What the calling thread is doing: set while a device thread runs a body.
 struct thread_device_context {
@@ -102,11 +104,15 @@ class cpu_devices final : public backend {
                                          std::uint64_t signature) override;
 
  private:
+  // A device thread. It is handed a job (its device's part of one do_run) as a pointer to
+  // the run's shared state and its position in the run: a plain struct rather than a
+  // std::function, so a TU that compiles the pool instantiates no type-erased wrapper.
   struct worker {
     std::thread thread;
     std::mutex mutex;
     std::condition_variable wake;
-    std::function<void()> task;
+    detail::thread_job* job = nullptr;
+    std::size_t index = 0;  // this device's position in job's run
     bool stop = false;
   };
 
@@ -120,11 +126,11 @@ class cpu_devices final : public backend {
 
   // One collective on the calling device: publish, meet the group, check that every member
   // called the same thing, do this member's share (work), meet again (so no member returns,
-  // and reuses or frees its buffers, while a peer still reads or writes them). Defined and
-  // instantiated in impl/threads.ipp only.
-  template <class Work>
-  void collective(const collective_group& g, std::uint64_t signature, const void* send,
-                  void* recv, send_info info, Work&& work);
+  // and reuses or frees its buffers, while a peer still reads or writes them). One function
+  // for the five collectives (work by function_ref), so the rendezvous is compiled once.
+  TYPESHARD_RUNTIME_DECL void collective(
+      const collective_group& g, std::uint64_t signature, const void* send, void* recv,
+      send_info info, detail::function_ref<void(std::span<const detail::thread_call>)> work);
 
   std::vector<std::unique_ptr<worker>> workers_;
   std::mutex run_mutex_;
@@ -139,7 +145,7 @@ class cpu_devices final : public backend {
   // kernel is not pinned: one core, or more slots than cores), and which of them a running
   // kernel holds (under kernel_mutex_): each kernel runs pinned to a core of its own.
   std::vector<int> kernel_cores_;
-  std::vector<bool> kernel_core_taken_;
+  std::vector<unsigned char> kernel_core_taken_;  // not vector<bool>: cheaper to compile
 };
 
 }  // namespace typeshard

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config.hpp"
+#include "detail/message.hpp"
 
 namespace typeshard {
 
@@ -68,9 +69,8 @@ namespace detail {
 // a * b, or a shape_error naming `what` if the product does not fit in size_t.
 [[noreturn]] TYPESHARD_COLD inline void throw_extent_overflow(const char* what, std::size_t a,
                                                            std::size_t b) {
-  throw shape_error(std::string("typeshard: ") + what + ": the product of the extents (" +
-                    std::to_string(a) + " * " + std::to_string(b) +
-                    ") overflows size_t; use smaller extents");
+  throw shape_error(message({"typeshard: ", what, ": the product of the extents (", a, " * ", b,
+                             ") overflows size_t; use smaller extents"}));
 }
 
 inline std::size_t checked_multiply(std::size_t a, std::size_t b, const char* what) {

@@ -119,10 +119,9 @@ TYPESHARD_RUNTIME_DECL void free_block(void* p, std::size_t bytes);
 
 // buffer<T>::bytes's failure, out of line: a function of values, one copy per TU.
 [[noreturn]] TYPESHARD_COLD inline void throw_block_too_large(std::size_t n, std::size_t size) {
-  throw shape_error("typeshard: a block of " + std::to_string(n) + " elements of " +
-                    std::to_string(size) +
-                    " bytes needs more bytes than size_t can count (the size overflows "
-                    "size_t); use smaller extents");
+  throw shape_error(message({"typeshard: a block of ", n, " elements of ", size,
+                             " bytes needs more bytes than size_t can count (the size "
+                             "overflows size_t); use smaller extents"}));
 }
 
 // buffer<T>: n elements, 64-byte aligned, uninitialised until written. Allocated by the

@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -19,33 +18,29 @@
 
 namespace typeshard::detail {
 
-// The rendezvous of one collective group within a run: how many members arrived in the
-// current phase, and what each member passed to the current collective.
+// What one member passed to the current collective of its group.
+struct thread_call {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::uint64_t signature = 0;  // the arguments every member must agree on, hashed
+  std::size_t peer = 0;         // permute: the member this one sends to
+  std::size_t count = 0;        // permute: how many elements it sends
+};
+
+// The rendezvous of one collective group within a run: its members, how many arrived in
+// the current phase, and what each member passed to the current collective.
 struct thread_group {
-  struct call {
-    const void* send = nullptr;
-    void* recv = nullptr;
-    std::uint64_t signature = 0;  // the arguments every member must agree on, hashed
-    std::size_t peer = 0;         // permute: the member this one sends to
-    std::size_t count = 0;        // permute: how many elements it sends
-  };
+  using call = thread_call;
 
-  explicit thread_group(std::size_t members) : size(members), calls(members) {}
+  explicit thread_group(std::span<const std::size_t> m)
+      : members(m.begin(), m.end()), size(m.size()), calls(m.size()) {}
 
+  std::vector<std::size_t> members;
   std::size_t size;
   std::size_t arrived = 0;
   std::size_t phase = 0;
   std::condition_variable released;
   std::vector<call> calls;
-};
-
-// Orders member lists lexicographically; transparent, so a lookup by span allocates nothing.
-struct members_less {
-  using is_transparent = void;
-  template <class A, class B>
-  bool operator()(const A& a, const B& b) const {
-    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
-  }
 };
 
 // The shared state of one multi-device operation on the thread pool: the devices taking
@@ -65,15 +60,16 @@ class thread_run {
 
   std::span<const device_id> devices;
 
+  // The rendezvous of the group with these members, made the first time it meets. A run
+  // meets few groups (one per mesh axis and coordinate at most), so a list searched in
+  // order costs less, to run and to compile, than an ordered map.
   thread_group& group(std::span<const std::size_t> members) {
     std::lock_guard lock(mutex_);
-    auto it = groups_.find(members);
-    if (it == groups_.end())
-      it = groups_
-               .emplace(std::vector<std::size_t>(members.begin(), members.end()),
-                        std::make_unique<thread_group>(members.size()))
-               .first;
-    return *it->second;
+    for (const std::unique_ptr<thread_group>& g : groups_)
+      if (std::equal(g->members.begin(), g->members.end(), members.begin(), members.end()))
+        return *g;
+    groups_.push_back(std::make_unique<thread_group>(members));
+    return *groups_.back();
   }
 
   // Blocks until every member of g arrived at this phase. An abortable wait throws
@@ -124,7 +120,7 @@ class thread_run {
 
   void abort_locked() {
     aborted_ = true;
-    for (auto& [members, g] : groups_) g->released.notify_all();
+    for (const std::unique_ptr<thread_group>& g : groups_) g->released.notify_all();
   }
 
   [[noreturn]] void throw_aborted() const {
@@ -142,7 +138,7 @@ class thread_run {
   bool deadlocked_ = false;
   std::size_t blocked_ = 0;   // devices waiting in a barrier
   std::size_t finished_ = 0;  // devices whose function returned or threw
-  std::map<std::vector<std::size_t>, std::unique_ptr<thread_group>, members_less> groups_;
+  std::vector<std::unique_ptr<thread_group>> groups_;
 };
 
 }  // namespace typeshard::detail

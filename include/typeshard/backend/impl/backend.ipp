@@ -55,18 +55,17 @@ inline const char* element_kind_name(element_kind k) {
 inline void check_reducible(element_type t, reduce_op op) {
   const bool complex = t.kind == element_kind::complex64 || t.kind == element_kind::complex128;
   if (t.kind == element_kind::opaque || (complex && op != reduce_op::sum))
-    throw usage_error(std::string("typeshard: cannot reduce elements of type ") +
-                      element_kind_name(t.kind) + " with " +
-                      (op == reduce_op::sum ? "sum" : op == reduce_op::max ? "max" : "min") +
-                      "; reductions need arithmetic element types (complex: sum only)");
+    throw usage_error(message(
+        {"typeshard: cannot reduce elements of type ", element_kind_name(t.kind), " with ",
+         op == reduce_op::sum ? "sum" : op == reduce_op::max ? "max" : "min",
+         "; reductions need arithmetic element types (complex: sum only)"}));
 }
 
 inline void check_counts(const collective_group& g, std::span<const std::size_t> counts,
                          const char* what) {
   if (counts.size() != g.size())
-    throw usage_error(std::string("typeshard: internal: ") + what + " got " +
-                      std::to_string(counts.size()) + " counts for a group of " +
-                      std::to_string(g.size()));
+    throw usage_error(message({"typeshard: internal: ", what, " got ", counts.size(),
+                               " counts for a group of ", g.size()}));
 }
 
 // Times one device's part in a collective and reports it to the installed observer, if
@@ -85,7 +84,12 @@ class collective_watch {
   }
 
   void finished() const {
-    if (observer_ == nullptr) return;
+    if (observer_ != nullptr) report();
+  }
+
+ private:
+  // Only with an observer installed (reports): out of line and cold, compiled once.
+  TYPESHARD_COLD TYPESHARD_NOINLINE void report() const {
     collective_event e;
     e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     e.kind = kind_;
@@ -102,7 +106,6 @@ class collective_watch {
     observer_->observe(e);
   }
 
- private:
   collective_observer* observer_;
   const collective_group& group_;
   collective_kind kind_;
@@ -186,9 +189,9 @@ TYPESHARD_RUNTIME_DECL void backend::all_to_all(const collective_group& g, eleme
                                                 const strided_pieces& recv_pieces) {
   check_group(g);
   if (send_pieces.elements() != recv_pieces.elements())
-    throw usage_error("typeshard: internal: all_to_all pieces of " +
-                      std::to_string(send_pieces.elements()) + " and " +
-                      std::to_string(recv_pieces.elements()) + " elements");
+    throw usage_error(detail::message({"typeshard: internal: all_to_all pieces of ",
+                                       send_pieces.elements(), " and ",
+                                       recv_pieces.elements(), " elements"}));
   const std::size_t block = send_pieces.elements() * g.size() * t.size;
   const detail::collective_watch watch(collective_kind::all_to_all, reduce_op::sum, g, block,
                                        detail::ring_share(block, g.size()));
@@ -205,8 +208,8 @@ TYPESHARD_RUNTIME_DECL void backend::permute(const collective_group& g, element_
   check_group(g);
   if ((send_to != no_peer && send_to >= g.size()) ||
       (recv_from != no_peer && recv_from >= g.size()))
-    throw usage_error("typeshard: permute: a peer rank is outside the group of " +
-                      std::to_string(g.size()) + " members");
+    throw usage_error(detail::message(
+        {"typeshard: permute: a peer rank is outside the group of ", g.size(), " members"}));
   const detail::collective_watch watch(collective_kind::permute, reduce_op::sum, g,
                                        send_count * t.size,
                                        recv_from == no_peer ? 0 : recv_count * t.size);
@@ -227,11 +230,12 @@ TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL void backend::throw_not_a_permutation(std::size_t sender,
                                                              std::size_t receiver,
                                                              std::size_t receiver_source) {
-  throw usage_error("typeshard: ppermute: member " + std::to_string(sender) +
-                    " sends to member " + std::to_string(receiver) + ", which receives from " +
-                    (receiver_source == no_peer ? std::string("nobody")
-                                                : "member " + std::to_string(receiver_source)) +
-                    "; give a permutation (each member sends to one and receives from one)");
+  const bool nobody = receiver_source == no_peer;
+  throw usage_error(detail::message(
+      {"typeshard: ppermute: member ", sender, " sends to member ", receiver,
+       ", which receives from ", nobody ? "nobody" : "member ",
+       nobody ? detail::message_piece("") : detail::message_piece(receiver_source),
+       "; give a permutation (each member sends to one and receives from one)"}));
 }
 
 TYPESHARD_COLD
@@ -240,25 +244,25 @@ TYPESHARD_RUNTIME_DECL void backend::throw_permute_count_mismatch(std::size_t re
                                                                   std::size_t sender,
                                                                   std::size_t sent,
                                                                   std::size_t sent_to) {
-  throw usage_error("typeshard: ppermute: member " + std::to_string(receiver) + " expects " +
-                    std::to_string(expected) + " elements from member " +
-                    std::to_string(sender) + ", which sends " + std::to_string(sent) +
-                    (sent_to == no_peer ? std::string()
-                                        : " to member " + std::to_string(sent_to)) +
-                    "; senders and receivers must agree");
+  const bool known = sent_to != no_peer;
+  throw usage_error(detail::message(
+      {"typeshard: ppermute: member ", receiver, " expects ", expected, " elements from member ",
+       sender, ", which sends ", sent, known ? " to member " : "",
+       known ? detail::message_piece(sent_to) : detail::message_piece(""),
+       "; senders and receivers must agree"}));
 }
 
 TYPESHARD_RUNTIME_DECL void backend::check_devices(std::span<const device_id> devices) const {
   const std::size_t n = device_count();
-  std::vector<bool> seen(n, false);
+  std::vector<unsigned char> seen(n, 0);  // not vector<bool>: its fill costs more to compile
   for (device_id d : devices) {
     if (d >= n)
-      throw device_mesh_error("typeshard: device " + std::to_string(d) +
-                              " does not exist: " + devices_summary());
+      throw device_mesh_error(
+          detail::message({"typeshard: device ", d, " does not exist: ", devices_summary()}));
     if (seen[d])
-      throw device_mesh_error("typeshard: device " + std::to_string(d) +
-                              " appears twice in one operation; list each device once");
-    seen[d] = true;
+      throw device_mesh_error(detail::message(
+          {"typeshard: device ", d, " appears twice in one operation; list each device once"}));
+    seen[d] = 1;
   }
 }
 
@@ -269,16 +273,16 @@ TYPESHARD_RUNTIME_DECL void backend::check_group(const collective_group& g) cons
         "typeshard: a collective was called outside a per-device function; call it on "
         "local blocks inside ts::shard_map (or a backend run() body)");
   if (g.rank >= g.size() || g.members[g.rank] != here.index)
-    throw usage_error("typeshard: internal: collective group rank " + std::to_string(g.rank) +
-                      " does not name the calling device");
+    throw usage_error(detail::message({"typeshard: internal: collective group rank ", g.rank,
+                                       " does not name the calling device"}));
   for (std::size_t a = 0; a < g.size(); ++a) {
     if (g.members[a] >= here.run_size)
-      throw usage_error("typeshard: internal: collective group member " +
-                        std::to_string(g.members[a]) + " is not part of the run");
+      throw usage_error(detail::message({"typeshard: internal: collective group member ",
+                                         g.members[a], " is not part of the run"}));
     for (std::size_t b = 0; b < a; ++b)  // a repeated member would wait for itself
       if (g.members[a] == g.members[b])
-        throw usage_error("typeshard: internal: collective group member " +
-                          std::to_string(g.members[a]) + " appears twice");
+        throw usage_error(detail::message({"typeshard: internal: collective group member ",
+                                           g.members[a], " appears twice"}));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <utility>
 #if defined(__linux__)
 #include <sched.h>
 #endif
@@ -73,14 +74,16 @@ TYPESHARD_COLD inline void rethrow_first_failure(std::span<const device_id> devi
   }
   if (chosen == failures.size()) return;
   // Thrown from inside the handler, so device_error's nested_exception holds the original.
-  const std::string where =
-      "typeshard: the function running on device " + std::to_string(devices[chosen]) + " threw: ";
+  const char* const where = "typeshard: the function running on device ";
   try {
     std::rethrow_exception(failures[chosen]);
   } catch (const std::exception& e) {
-    throw device_error(devices[chosen], where + e.what(), failures[chosen]);
+    throw device_error(devices[chosen], message({where, devices[chosen], " threw: ", e.what()}),
+                       failures[chosen]);
   } catch (...) {
-    throw device_error(devices[chosen], where + "an exception not derived from std::exception",
+    throw device_error(devices[chosen],
+                       message({where, devices[chosen],
+                                " threw: an exception not derived from std::exception"}),
                        failures[chosen]);
   }
 }
@@ -125,7 +128,7 @@ TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count,
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) kernel_cores_.push_back(c);
   if (kernel_cores_.size() < 2 || kernel_slots_ > kernel_cores_.size()) kernel_cores_.clear();
-  kernel_core_taken_.assign(kernel_cores_.size(), false);
+  kernel_core_taken_.assign(kernel_cores_.size(), 0);
 #endif
   workers_.reserve(count);
   for (std::size_t i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>());
@@ -154,8 +157,8 @@ TYPESHARD_RUNTIME_DECL backend::body_position cpu_devices::current_body() const 
 
 TYPESHARD_COLD
 TYPESHARD_RUNTIME_DECL std::string cpu_devices::devices_summary() const {
-  return "this cpu_devices has " + std::to_string(workers_.size()) + " devices (0 to " +
-         std::to_string(workers_.size() - 1) + ")";
+  return detail::message({"this cpu_devices has ", workers_.size(), " devices (0 to ",
+                          workers_.size() - 1, ")"});
 }
 
 TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_gather(const collective_group& g,
@@ -163,7 +166,7 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_gather(const collective_group& g
                                                        void* recv, std::size_t rows,
                                                        std::span<const std::size_t> counts,
                                                        std::uint64_t signature) {
-  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // Pull: this member copies every member's pieces into its own output.
     const std::size_t total = detail::sum_of(counts);
     std::size_t offset = 0;
@@ -185,7 +188,7 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_reduce_scatter(const collective_grou
                                                            std::size_t rows,
                                                            std::span<const std::size_t> counts,
                                                            std::uint64_t signature) {
-  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // This member reduces its own piece of every row, chunk by chunk so the partial
     // result stays in cache while the members' inputs stream past it.
     const std::size_t total = detail::sum_of(counts);
@@ -213,7 +216,7 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_reduce(const collective_group& g
                                                        const void* send, void* recv,
                                                        std::size_t count,
                                                        std::uint64_t signature) {
-  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // Member r reduces slice r of every input (in rank order, so every member gets the
     // same bits) into a cache-sized scratch, then writes it to every member's output.
     // Slice r is read and written by member r alone, so send == recv is safe.
@@ -250,7 +253,7 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_to_all(const collective_group& g
                                                        const strided_pieces& send_pieces,
                                                        const strided_pieces& recv_pieces,
                                                        std::uint64_t signature) {
-  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_group::call> calls) {
+  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // Pull: this member (r) copies piece r of every member i's input to its piece i.
     for (std::size_t i = 0; i < g.size(); ++i)
       detail::copy_piece(t, static_cast<const unsigned char*>(calls[i].send), send_pieces,
@@ -265,7 +268,7 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_permute(const collective_group& g, e
                                                     std::size_t recv_from,
                                                     std::uint64_t signature) {
   collective(g, signature, send, recv, {send_to, send_count},
-             [&](std::span<const detail::thread_group::call> calls) {
+             [&](std::span<const detail::thread_call> calls) {
     for (std::size_t j = 0; j < g.size(); ++j)
       if (calls[j].peer == g.rank && j != recv_from) throw_not_a_permutation(j, g.rank, recv_from);
     if (recv_from != no_peer &&
@@ -280,47 +283,61 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_permute(const collective_group& g, e
   });
 }
 
+namespace detail {
+
+// What the devices of one do_run share: the body, the run's rendezvous, each device's
+// failure, and how many devices are still running.
+struct thread_job {
+  thread_job(std::span<const device_id> devices, function_ref<void(std::size_t)> b)
+      : state(devices), body(b), failures(devices.size()), remaining(devices.size()) {}
+
+  thread_run state;
+  function_ref<void(std::size_t)> body;
+  std::vector<std::exception_ptr> failures;
+  std::size_t remaining;
+  std::mutex done_mutex;
+  std::condition_variable done;
+};
+
+// Device `index` of job's run, on its thread. Never throws: a failure of the body is kept
+// for do_run to report, and releases the peers waiting for this device in a collective.
+inline void run_job(thread_job& job, std::size_t index) noexcept {
+  current_thread_device() = {&job.state, index};
+  try {
+    job.body(index);
+  } catch (...) {
+    job.failures[index] = std::current_exception();
+    job.state.abort();
+  }
+  job.state.finished();
+  current_thread_device() = {};
+  std::lock_guard lock(job.done_mutex);
+  if (--job.remaining == 0) job.done.notify_one();
+}
+
+}  // namespace detail
+
 TYPESHARD_RUNTIME_DECL void cpu_devices::do_run(std::span<const device_id> devices,
                                                 detail::function_ref<void(std::size_t)> body) {
   std::lock_guard operation(run_mutex_);  // one multi-device operation at a time
 
-  detail::thread_run state(devices);
-  std::vector<std::exception_ptr> failures(devices.size());
-  std::size_t remaining = devices.size();
-  std::mutex done_mutex;
-  std::condition_variable done;
-
-  // Every task is made (which may allocate, and so throw) before any device starts: once
-  // one runs, run() must not leave before all have finished, for they use its locals.
-  std::vector<std::function<void()>> tasks;
-  tasks.reserve(devices.size());
-  for (std::size_t i = 0; i < devices.size(); ++i)
-    tasks.emplace_back([&, i] {
-      detail::current_thread_device() = {&state, i};
-      try {
-        body(i);
-      } catch (...) {
-        failures[i] = std::current_exception();
-        state.abort();  // release the peers waiting for this device in a collective
-      }
-      state.finished();
-      detail::current_thread_device() = {};
-      std::lock_guard lock(done_mutex);
-      if (--remaining == 0) done.notify_one();
-    });
+  // Everything that may allocate (and so throw) is made before any device starts: once one
+  // runs, do_run must not leave before all have finished, for they use the job.
+  detail::thread_job job(devices, body);
   for (std::size_t i = 0; i < devices.size(); ++i) {
     worker& w = *workers_[devices[i]];
     {
       std::lock_guard lock(w.mutex);
-      w.task = std::move(tasks[i]);  // noexcept
+      w.job = &job;
+      w.index = i;
     }
     w.wake.notify_one();
   }
   {
-    std::unique_lock lock(done_mutex);
-    done.wait(lock, [&] { return remaining == 0; });
+    std::unique_lock lock(job.done_mutex);
+    job.done.wait(lock, [&] { return job.remaining == 0; });
   }
-  detail::rethrow_first_failure(devices, failures);
+  detail::rethrow_first_failure(devices, job.failures);
 }
 
 namespace detail {
@@ -351,7 +368,7 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_acquire_kernel_slot() {
     if (kernel_cores_[i] == here) break;
   }
   if (pick == kernel_cores_.size()) return;  // not reached: slots <= cores
-  kernel_core_taken_[pick] = true;
+  kernel_core_taken_[pick] = 1;
   detail::pinned_kernel_core() = pick;
   lock.unlock();
   cpu_set_t one;
@@ -376,7 +393,7 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_release_kernel_slot() noexcept {
     std::lock_guard lock(kernel_mutex_);
     --kernels_running_;
 #if defined(__linux__)
-    if (pinned != static_cast<std::size_t>(-1)) kernel_core_taken_[pinned] = false;
+    if (pinned != static_cast<std::size_t>(-1)) kernel_core_taken_[pinned] = 0;
     pinned = static_cast<std::size_t>(-1);
 #endif
   }
@@ -385,21 +402,22 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_release_kernel_slot() noexcept {
 
 TYPESHARD_RUNTIME_DECL void cpu_devices::work(worker& w) {
   for (;;) {
-    std::function<void()> task;
+    detail::thread_job* job = nullptr;
+    std::size_t index = 0;
     {
       std::unique_lock lock(w.mutex);
-      w.wake.wait(lock, [&] { return w.stop || w.task; });
+      w.wake.wait(lock, [&] { return w.stop || w.job != nullptr; });
       if (w.stop) return;
-      task = std::move(w.task);
-      w.task = nullptr;
+      job = std::exchange(w.job, nullptr);
+      index = w.index;
     }
-    task();  // never throws: the task catches everything the body throws
+    detail::run_job(*job, index);  // never throws
   }
 }
 
-template <class Work>
-void cpu_devices::collective(const collective_group& g, std::uint64_t signature,
-                             const void* send, void* recv, send_info info, Work&& work) {
+TYPESHARD_RUNTIME_DECL void cpu_devices::collective(
+    const collective_group& g, std::uint64_t signature, const void* send, void* recv,
+    send_info info, detail::function_ref<void(std::span<const detail::thread_call>)> work) {
   // backend::check_group has checked that the caller is a member running in this run.
   detail::thread_run& run = *detail::current_thread_device().run;
   detail::thread_group& grp = run.group(g.members);
@@ -412,7 +430,7 @@ void cpu_devices::collective(const collective_group& g, std::uint64_t signature,
   try {
     for (std::size_t j = 0; j < g.size(); ++j)
       if (grp.calls[j].signature != signature) throw_signature_mismatch();
-    work(std::span<const detail::thread_group::call>(grp.calls));
+    work(std::span<const detail::thread_call>(grp.calls));
   } catch (...) {
     failed = std::current_exception();
   }
