@@ -261,7 +261,7 @@ auto assemble_output(const device_mesh<Mesh>& m, output_parts<B>& parts, std::si
   if (b.process_count() > 1 && Mesh::size < b.device_count()) {
     host_tensor<std::uint64_t, 1> extents(shape<1>{R});
     for (std::size_t d = 0; d < R; ++d) extents.data()[d] = global[d];
-    broadcast_to_host(m, extents);
+    broadcast_host_tensor(m.get_backend(), m.device_at(0), extents);
     for (std::size_t d = 0; d < R; ++d) global[d] = static_cast<std::size_t>(extents.data()[d]);
   }
   return sharded_array<typename B::value_type, Mesh, Spec, dextents<R>>(

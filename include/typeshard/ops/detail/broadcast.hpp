@@ -180,11 +180,11 @@ struct operand_view {
   std::array<std::size_t, Rank> stride{};
 };
 
-template <class Mesh, std::size_t Rank, std::size_t R>
-operand_view<Rank> view_of(const spec_array<R>& s, const shape<R>& global,
+template <std::size_t Rank, std::size_t R>
+operand_view<Rank> view_of(const mesh_value& m, const spec_array<R>& s, const shape<R>& global,
                            const shape<Rank>& out_global, const index_slices<Rank>& out_index,
                            std::size_t position) {
-  const index_slices<R> ix = index_of<Mesh>(s, global, position);
+  const index_slices<R> ix = index_of(m, s, global, position);
   std::array<std::size_t, R> local_stride{};
   std::size_t st = 1;
   for (std::size_t d = R; d-- > 0;) {
