@@ -189,17 +189,9 @@ constexpr bool check_elementwise_operands() {
 
 // The device meshes must be the same devices, in the same order (seed 002's "incompatible
 // devices" error, at run time because device lists are run-time values).
-// One instantiation per mesh type (the operands' mesh types are equal, rule 5), out of line.
-template <class M>
-TYPESHARD_NOINLINE void check_same_device_mesh(const device_mesh<M>& a, const device_mesh<M>& b,
-                                               const char* op) {
-  if (!(a == b))
-    throw_operands_on_different_devices(op, a.to_string(), b.to_string(),
-                                        move_to_other_devices_fix);
-}
 template <class A, class B>
 void check_same_devices(const A& a, const B& b, const char* op) {
-  check_same_device_mesh(a.device_mesh(), b.device_mesh(), op);
+  check_same_device_mesh(a.device_mesh(), b.device_mesh(), op, move_to_other_devices_fix);
 }
 
 }  // namespace detail

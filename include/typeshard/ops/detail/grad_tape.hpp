@@ -57,19 +57,28 @@ Target retype(const A& a) {
     return retype<Target>(a, a.extents());
 }
 
+// Every device's block of an array of spec at.spec filled with `v`, on values.
+template <class T, std::size_t Rank>
+TYPESHARD_NOINLINE std::vector<buffer<T>> filled_blocks(const placement<Rank>& at,
+                                                        const shape<Rank>& extents, T v) {
+  std::vector<buffer<T>> out(at.mesh.size);
+  at.b.run(at.devices, [&](std::size_t p) {
+    const shape<Rank> local = local_shape_of(at.mesh, at.spec, extents, p);
+    buffer<T> b(host_tensor<T, Rank>::element_count(local));
+    for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = v;
+    out[p] = std::move(b);
+  });
+  return out;
+}
+
 // An array of type A filled with `v` on every device (its local block).
 template <class A>
 A filled(const device_mesh<typename A::mesh_type>& m, const shape<A::rank>& extents,
          typename A::value_type v) {
-  using M = typename A::mesh_type;
-  std::vector<buffer<typename A::value_type>> out(M::size);
-  for_each_position(m, [&](std::size_t p) {
-    const shape<A::rank> local = A::layout_type::local_shape(extents, p);
-    buffer<typename A::value_type> b(host_tensor<typename A::value_type, A::rank>::element_count(local));
-    for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = v;
-    out[p] = std::move(b);
-  });
-  return A(adopt_shards, m, extents, std::move(out));
+  // On values (filled_blocks): one instantiation per element type and rank.
+  return A(adopt_shards, m, extents,
+           filled_blocks<typename A::value_type, A::rank>(
+               placement_of<typename A::mesh_type, typename A::spec, A::rank>(m), extents, v));
 }
 
 // G from C, which has G's layout but fewer unreduced axes: each device keeps its block when
