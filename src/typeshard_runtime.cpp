@@ -52,6 +52,14 @@ TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_SHAPE_STRING_INSTANCE, template)
 }  // namespace typeshard
 namespace typeshard::detail {
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_COPY_BOX_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_TRANSFER_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_ADDRESSABLE_SHARDS_INSTANCE, template)
+template std::shared_ptr<const std::vector<buffer<float>>> share_blocks<float>(
+    std::vector<buffer<float>>&&, std::size_t);
+template std::shared_ptr<const std::vector<buffer<double>>> share_blocks<double>(
+    std::vector<buffer<double>>&&, std::size_t);
+TYPESHARD_DRAW_SHARDING_INSTANCE(template, 1)
+TYPESHARD_DRAW_SHARDING_INSTANCE(template, 2)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_LOCAL_EINSUM_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_EXECUTOR_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_PLAN_INSTANCE, template)

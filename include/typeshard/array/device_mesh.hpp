@@ -124,4 +124,16 @@ class device_mesh {
   std::shared_ptr<const std::vector<device_id>> devices_;
 };
 
+namespace detail {
+
+// Operands of one operation must be on the same devices (the operations' run-time check):
+// one instantiation per mesh type, out of line.
+template <mesh_type M>
+TYPESHARD_NOINLINE void check_same_device_mesh(const device_mesh<M>& a, const device_mesh<M>& b,
+                                               const char* op, const char* fix) {
+  if (!(a == b)) throw_operands_on_different_devices(op, a.to_string(), b.to_string(), fix);
+}
+
+}  // namespace detail
+
 }  // namespace typeshard

@@ -26,6 +26,7 @@
 #include "../core/config.hpp"
 #include "../detail/buffer.hpp"
 #include "detail/copy_box.hpp"
+#include "detail/transfer.hpp"
 #include "device_mesh.hpp"
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
@@ -50,6 +51,38 @@ namespace detail {
                     std::to_string(fixed) + "; pass data of that extent or make the extent "
                     "ts::dyn");
 }
+
+template <class Extents>
+constexpr bool any_static_extent() {
+  for (std::size_t d = 0; d < Extents::rank; ++d)
+    if (Extents::is_static(d)) return true;
+  return false;
+}
+
+// check_static_extents on values: one copy per TU.
+TYPESHARD_NOINLINE inline void check_fixed_extents(std::span<const std::size_t> fixed,
+                                                   std::span<const std::size_t> got) {
+  for (std::size_t d = 0; d < fixed.size(); ++d)
+    if (fixed[d] != dyn && fixed[d] != got[d])
+      throw_static_extent_mismatch(d, got[d], fixed[d]);
+}
+
+// The blocks of a new array, shared by its copies: one copy per element type, not per array
+// type (and compiled once in typeshard::runtime for float and double).
+template <class T>
+TYPESHARD_NOINLINE std::shared_ptr<const std::vector<buffer<T>>> share_blocks(
+    std::vector<buffer<T>>&& blocks, std::size_t positions) {
+  if (blocks.size() != positions)
+    throw usage_error("typeshard: internal: expected one buffer per mesh position");
+  return std::make_shared<const std::vector<buffer<T>>>(std::move(blocks));
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+extern template std::shared_ptr<const std::vector<buffer<float>>> share_blocks<float>(
+    std::vector<buffer<float>>&&, std::size_t);
+extern template std::shared_ptr<const std::vector<buffer<double>>> share_blocks<double>(
+    std::vector<buffer<double>>&&, std::size_t);
+#endif
 
 }  // namespace detail
 
@@ -76,6 +109,32 @@ struct adopt_shards_t {
 };
 inline constexpr adopt_shards_t adopt_shards{};
 
+namespace detail {
+
+// addressable_shards on values: one instantiation per element type and rank.
+template <class T, std::size_t Rank>
+TYPESHARD_NOINLINE std::vector<shard<T, Rank>> addressable_shards_of(
+    const placement<Rank>& at, const shape<Rank>& global, const std::vector<buffer<T>>& blocks) {
+  std::vector<shard<T, Rank>> out;
+  for (std::size_t p = 0; p < at.mesh.size; ++p) {
+    const device_id d = at.devices[p];
+    if (!at.b.is_addressable(d)) continue;
+    out.push_back({at.b.describe(d), p, index_of(at.mesh, at.spec, global, p),
+                   local_shape_of(at.mesh, at.spec, global, p), blocks[p].span(),
+                   replica_index_of(at.mesh, at.spec, p)});
+  }
+  return out;
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+#define TYPESHARD_ADDRESSABLE_SHARDS_INSTANCE(prefix, T, R)                                    \
+  prefix std::vector<shard<T, R>> addressable_shards_of<T, R>(                                 \
+      const placement<R>&, const shape<R>&, const std::vector<buffer<T>>&);
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_ADDRESSABLE_SHARDS_INSTANCE, extern template)
+#endif
+
+}  // namespace detail
+
 template <class T, mesh_type Mesh, spec_type Spec, extents_type Extents,
           unreduced_type Unreduced = unreduced<>>
 class sharded_array {
@@ -99,11 +158,9 @@ class sharded_array {
   // address), each holding that position's block in row-major order.
   sharded_array(adopt_shards_t, const typeshard::device_mesh<Mesh>& m, const shape_type& extents,
                 std::vector<detail::buffer<T>> buffers)
-      : mesh_(m), extents_(extents),
-        shards_(std::make_shared<const std::vector<detail::buffer<T>>>(std::move(buffers))) {
+      : mesh_(m), extents_(extents) {
     check_static_extents(extents);
-    if (shards_->size() != Mesh::size)
-      throw usage_error("typeshard: internal: expected one buffer per mesh position");
+    shards_ = detail::share_blocks<T>(std::move(buffers), Mesh::size);
   }
 
   // Shares the shards of another array with the same layout on the same device mesh (for
@@ -135,15 +192,13 @@ class sharded_array {
 
   // The shards this process holds, in mesh order.
   std::vector<shard<T, rank>> addressable_shards() const {
-    std::vector<shard<T, rank>> out;
-    const backend& b = mesh_.get_backend();
-    for (std::size_t p = 0; p < Mesh::size; ++p) {
-      const device_id d = mesh_.device_at(p);
-      if (!b.is_addressable(d)) continue;
-      out.push_back({b.describe(d), p, index(p), local_shape(p), local_data(p),
-                     layout_type::replica_index(p)});
-    }
-    return out;
+    return detail::addressable_shards_of<T, rank>(placement(), extents_, *shards_);
+  }
+
+  // Where the blocks are, as values (for the run-time code of array/detail/transfer.hpp).
+  detail::placement<rank> placement() const {
+    return {mesh_.get_backend(), std::span<const device_id>(mesh_.devices()),
+            detail::mesh_value_of<Mesh>(), layout_type::entries};  // see detail::placement_of
   }
 
   // "NamedSharding(mesh=Mesh('x': 2, 'y': 2), spec=PartitionSpec('x', 'y'))".
@@ -153,9 +208,8 @@ class sharded_array {
 
   // Throws shape_error if a static extent disagrees with `extents`.
   static void check_static_extents(const shape_type& extents) {
-    for (std::size_t d = 0; d < rank; ++d)
-      if (Extents::is_static(d) && Extents::static_extents[d] != extents[d])
-        detail::throw_static_extent_mismatch(d, extents[d], Extents::static_extents[d]);
+    if constexpr (detail::any_static_extent<Extents>())
+      detail::check_fixed_extents(Extents::static_extents, extents);
   }
 
  private:
@@ -189,6 +243,13 @@ inline constexpr bool is_host_tensor_of_rank = false;
 template <class T, std::size_t Rank>
 inline constexpr bool is_host_tensor_of_rank<host_tensor<T, Rank>, Rank> = true;
 
+// Where an array of spec Spec and rank Rank on device mesh m puts its blocks, as values.
+template <class Mesh, class Spec, std::size_t Rank>
+placement<Rank> placement_of(const device_mesh<Mesh>& m) {
+  return {m.get_backend(), std::span<const device_id>(m.devices()), mesh_value_of<Mesh>(),
+          layout<Mesh, Spec, Rank>::entries};
+}
+
 // What device_put returns after its diagnostic fired: an array of the data's rank, so the
 // code using it compiles on and the diagnostic stays the only error. Never run.
 template <class T, class Mesh, class Spec, std::size_t Rank>
@@ -210,21 +271,10 @@ auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
     return detail::after_diagnostic<T, Mesh, Spec, Rank>(m);  // one error only
   } else {
     using array_type = sharded_array<T, Mesh, Spec, E>;
-    using layout_type = typename array_type::layout_type;
     array_type::check_static_extents(host.extents());
 
-    std::vector<detail::buffer<T>> buffers(Mesh::size);
-    detail::for_each_position(m, [&](std::size_t p) {
-      const index_slices<Rank> ix = layout_type::index(host.extents(), p);
-      shape<Rank> origin{}, local{};
-      for (std::size_t d = 0; d < Rank; ++d) {
-        origin[d] = ix[d].start;
-        local[d] = ix[d].size();
-      }
-      detail::buffer<T> b(host_tensor<T, Rank>::element_count(local));
-      detail::copy_box(host.data(), host.extents(), origin, b.data(), local, shape<Rank>{}, local);
-      buffers[p] = std::move(b);
-    });
+    std::vector<detail::buffer<T>> buffers =
+        detail::blocks_from_host<T, Rank>(detail::placement_of<Mesh, Spec, Rank>(m), host);
     return array_type(adopt_shards, m, host.extents(), std::move(buffers));
   }
 }
@@ -250,95 +300,14 @@ auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_
   } else {
     using T = typename block_type::value_type;
     using array_type = sharded_array<T, Mesh, Spec, E>;
-    using layout_type = typename array_type::layout_type;
     array_type::check_static_extents(global);
 
-    std::vector<detail::buffer<T>> buffers(Mesh::size);
-    detail::for_each_position(m, [&](std::size_t p) {
-      const index_slices<Rank> ix = layout_type::index(global, p);
-      const shape<Rank> local = layout_type::local_shape(global, p);
-      const host_tensor<T, Rank> block = make_block(ix);
-      if (block.extents() != local)
-        throw shape_error("typeshard: device_put: make_block returned a block of shape " +
-                          to_string(block.extents()) + " for the slices " + to_string(ix) +
-                          " of mesh position " + std::to_string(p) + ", which have shape " +
-                          to_string(local) + "; return exactly the slices asked for");
-      detail::buffer<T> b(block.size());
-      if (block.size() != 0) std::memcpy(b.data(), block.data(), block.size() * sizeof(T));
-      buffers[p] = std::move(b);
-    });
+    std::vector<detail::buffer<T>> buffers = detail::blocks_from_callback<T, Rank>(
+        detail::placement_of<Mesh, Spec, Rank>(m), global,
+        detail::function_ref<host_tensor<T, Rank>(const index_slices<Rank>&)>(make_block));
     return array_type(adopt_shards, m, global, std::move(buffers));
   }
 }
-
-namespace detail {
-
-// to_host where this process does not address every device (MPI): the primary shards are
-// all-gathered over the whole mesh (JAX's process_allgather), then placed.
-template <class T, class Mesh, class Spec, class Extents, class Unreduced>
-void gather_to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a,
-                    host_tensor<T, Extents::rank>& out) {
-  constexpr std::size_t Rank = Extents::rank;
-  using layout_type = typename sharded_array<T, Mesh, Spec, Extents, Unreduced>::layout_type;
-  const device_mesh<Mesh>& m = a.device_mesh();
-  backend& b = m.get_backend();
-  std::size_t first = Mesh::size;  // the first addressable position places the result
-  for (std::size_t p = Mesh::size; p-- > 0;)
-    if (b.is_addressable(m.device_at(p))) first = p;
-  if (first == Mesh::size) return;  // a process outside the mesh gets it by broadcast_to_host
-  std::vector<std::size_t> everyone(Mesh::size), counts(Mesh::size), offsets(Mesh::size);
-  std::size_t total = 0;
-  for (std::size_t p = 0; p < Mesh::size; ++p) {
-    everyone[p] = p;
-    counts[p] = layout_type::is_primary(p)
-                    ? host_tensor<T, Rank>::element_count(a.local_shape(p))
-                    : 0;  // replicas hold the same slices: send each once
-    offsets[p] = total;
-    total += counts[p];
-  }
-  for_each_position(m, [&](std::size_t p) {
-    buffer<T> all(total);
-    b.all_gather(collective_group{everyone, p, {}, "to_host"}, element_type_of<T>, a.local_data(p).data(),
-                 all.data(), 1, counts);
-    if (p != first) return;
-    for (std::size_t q = 0; q < Mesh::size; ++q) {
-      if (counts[q] == 0) continue;
-      const index_slices<Rank> ix = a.index(q);
-      shape<Rank> origin{}, local{};
-      for (std::size_t d = 0; d < Rank; ++d) {
-        origin[d] = ix[d].start;
-        local[d] = ix[d].size();
-      }
-      copy_box(all.data() + offsets[q], local, shape<Rank>{}, out.data(), a.extents(), origin,
-               local);
-    }
-  });
-}
-
-// After gather_to_host: the whole array from the mesh's first device to every device of the
-// backend (an all-gather in which only that device contributes, i.e. a broadcast over all
-// processes). Needed when the mesh holds only some of the devices, so that to_host works on
-// every process of an SPMD program, as jax.experimental.multihost_utils.process_allgather
-// does; it makes to_host collective over all processes in that case.
-template <class T, std::size_t Rank, class Mesh>
-void broadcast_to_host(const device_mesh<Mesh>& m, host_tensor<T, Rank>& out) {
-  backend& b = m.get_backend();
-  const std::size_t n = b.device_count();
-  std::vector<device_id> all(n);
-  std::vector<std::size_t> members(n), counts(n, 0);
-  for (std::size_t d = 0; d < n; ++d) all[d] = members[d] = d;
-  const device_id source = m.device_at(0);
-  counts[source] = host_tensor<T, Rank>::element_count(out.extents());
-  b.run(std::span<const device_id>(all), [&](std::size_t p) {
-    buffer<T> received(counts[source]);
-    b.all_gather(collective_group{members, p, {}, "to_host broadcast"}, element_type_of<T>,
-                 p == source ? out.data() : nullptr, received.data(), 1, counts);
-    if (p != source && counts[source] != 0)
-      std::memcpy(out.data(), received.data(), counts[source] * sizeof(T));
-  });
-}
-
-}  // namespace detail
 
 // to_host(array): the whole array in host memory (each primary shard copies its block in
 // parallel). Where a process holds only some shards (MPI), every process of the program
@@ -347,35 +316,8 @@ void broadcast_to_host(const device_mesh<Mesh>& m, host_tensor<T, Rank>& out) {
 template <class T, class Mesh, class Spec, class Extents, class Unreduced>
 host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a) {
   static_assert(detail::require<Unreduced::empty, diagnostic::to_host_unreduced<Unreduced>>::value);
-  constexpr std::size_t Rank = Extents::rank;
-  using layout_type = typename sharded_array<T, Mesh, Spec, Extents, Unreduced>::layout_type;
-  host_tensor<T, Rank> out(a.extents());
-  // A process that does not hold every shard (an MPI rank) gathers them from its peers;
-  // the thread pool holds them all and copies in place, as before.
-  const device_mesh<Mesh>& m = a.device_mesh();
-  backend& b = m.get_backend();
-  bool all_here = true;
-  for (device_id d : m.devices()) all_here = all_here && b.is_addressable(d);
-  if (!all_here) {
-    detail::gather_to_host(a, out);
-  } else {
-    detail::for_each_position(m, [&](std::size_t p) {
-      if (!layout_type::is_primary(p)) return;  // replicas hold the same slices
-      const index_slices<Rank> ix = a.index(p);
-      shape<Rank> origin{}, local{};
-      for (std::size_t d = 0; d < Rank; ++d) {
-        origin[d] = ix[d].start;
-        local[d] = ix[d].size();
-      }
-      detail::copy_box(a.local_data(p).data(), local, shape<Rank>{}, out.data(), a.extents(),
-                       origin, local);
-    });
-  }
-  // With several processes (MPI), those outside the mesh then receive it by a broadcast:
-  // decided the same way on every process, so every process of the program must call
-  // to_host (as every process runs the same program).
-  if (b.process_count() > 1 && Mesh::size < b.device_count()) detail::broadcast_to_host(m, out);
-  return out;
+  return detail::host_from_blocks<T, Extents::rank>(a.placement(), a.extents(),
+                                                    *a.shared_shards());
 }
 
 }  // namespace typeshard

@@ -85,6 +85,23 @@ inline std::string merge_dims_message(std::size_t dim, std::size_t major, std::s
          ", or reshard it to ts::none first";
 }
 
+// Each device permutes its own block, on values: one instantiation per element type and
+// rank, whatever the mesh, spec and permutation.
+template <class T, std::size_t R>
+TYPESHARD_NOINLINE std::vector<buffer<T>> permuted_blocks(const placement<R>& at,
+                                                          const shape<R>& global,
+                                                          const std::vector<buffer<T>>& in,
+                                                          const std::array<std::size_t, R>& perm) {
+  std::vector<buffer<T>> out(in.size());
+  at.b.run(at.devices, [&](std::size_t p) {
+    buffer<T> b(in[p].size());
+    kernels::detail::permute_copy<T, R>(in[p].data(), local_shape_of(at.mesh, at.spec, global, p),
+                                        perm, b.data());
+    out[p] = std::move(b);
+  });
+  return out;
+}
+
 }  // namespace detail
 
 // permute<Perm...>(x): x with its dimensions reordered, output dimension i being input
@@ -105,14 +122,9 @@ auto permute(const A& a) {
     if constexpr (!plan::copies_data) {
       return result(adopt_shards, a.device_mesh(), out_extents, a.shared_shards());
     } else {
-      std::vector<detail::buffer<T>> out(M::size);
-      detail::for_each_position(a.device_mesh(), [&](std::size_t p) {
-        const std::span<const T> in = a.local_data(p);
-        detail::buffer<T> b(in.size());
-        kernels::detail::permute_copy<T, R>(in.data(), a.local_shape(p), plan::perm, b.data());
-        out[p] = std::move(b);
-      });
-      return result(adopt_shards, a.device_mesh(), out_extents, std::move(out));
+      return result(adopt_shards, a.device_mesh(), out_extents,
+                    detail::permuted_blocks<T, R>(a.placement(), a.extents(),
+                                                  *a.shared_shards(), plan::perm));
     }
   }
 }

@@ -108,13 +108,32 @@ std::vector<buffer<T>> run_einsum_on(const einsum_equation& eq, const einsum_cho
   return out;
 }
 
+// The same on two arrays' blocks: one instantiation per element type and rank, whatever
+// the meshes, specs and subscripts.
+template <class T, std::size_t R>
+TYPESHARD_NOINLINE std::vector<buffer<T>> einsum_blocks(
+    const einsum_equation& eq, const einsum_choice<R>& c, backend& bk,
+    std::span<const device_id> devices, const mesh_value& mv, const std::vector<buffer<T>>& a,
+    const shape<R>& a_global, const std::vector<buffer<T>>& b, const shape<R>& b_global) {
+  std::vector<std::span<const T>> a_blocks(a.size()), b_blocks(b.size());
+  for (std::size_t p = 0; p < a.size(); ++p) {
+    a_blocks[p] = a[p].span();
+    b_blocks[p] = b[p].span();
+  }
+  return run_einsum_on<T, R>(eq, c, bk, devices, mv, a_blocks, a_global, b_blocks, b_global);
+}
+
 #if defined(TYPESHARD_SEPARATE_COMPILATION)
 // With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
 #define TYPESHARD_RUN_EINSUM_INSTANCE(prefix, T, R)                                            \
   prefix std::vector<buffer<T>> run_einsum_on<T, R>(                                           \
       const einsum_equation&, const einsum_choice<R>&, backend&, std::span<const device_id>,   \
       const mesh_value&, const std::vector<std::span<const T>>&, const shape<R>&,              \
-      const std::vector<std::span<const T>>&, const shape<R>&);
+      const std::vector<std::span<const T>>&, const shape<R>&);                               \
+  prefix std::vector<buffer<T>> einsum_blocks<T, R>(                                           \
+      const einsum_equation&, const einsum_choice<R>&, backend&, std::span<const device_id>,   \
+      const mesh_value&, const std::vector<buffer<T>>&, const shape<R>&,                       \
+      const std::vector<buffer<T>>&, const shape<R>&);
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_EINSUM_INSTANCE, extern template)
 #endif
 
@@ -142,19 +161,24 @@ std::vector<buffer<T>> run_einsum(const einsum_equation& eq, const einsum_choice
                     "); a letter names one dimension: pass operands whose extents agree");
 }
 
+// Each letter's extents equal, on values: one copy per TU.
+TYPESHARD_NOINLINE inline void check_einsum_extents(const einsum_equation& eq,
+                                                    std::string_view subscripts,
+                                                    std::span<const std::size_t> a,
+                                                    std::span<const std::size_t> b) {
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
+    const std::size_t r = eq.rhs_dim(eq.lhs[l]);
+    if (r < eq.rhs_rank && a[l] != b[r])
+      throw_einsum_extent_mismatch(subscripts, eq.lhs[l], l, a[l], r, b[r]);
+  }
+}
+
 // The checks only run time can make: same devices, each letter's extents equal.
 template <einsum_subscripts S, class A, class B>
 void check_einsum_operands(const A& a, const B& b) {
-  constexpr einsum_equation eq = equation_of<S>;
-  if (!(a.device_mesh() == b.device_mesh()))
-    throw_operands_on_different_devices("einsum", a.device_mesh().to_string(),
-                                        b.device_mesh().to_string(),
-                                        "device_put both on one device mesh");
-  for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
-    const std::size_t r = eq.rhs_dim(eq.lhs[l]);
-    if (r < eq.rhs_rank && a.extent(l) != b.extent(r))
-      throw_einsum_extent_mismatch(S.view(), eq.lhs[l], l, a.extent(l), r, b.extent(r));
-  }
+  check_same_device_mesh(a.device_mesh(), b.device_mesh(), "einsum",
+                         "device_put both on one device mesh");
+  check_einsum_extents(equation_of<S>, S.view(), a.extents(), b.extents());
 }
 
 // The result's extents: each output letter's, static where either operand's is; [1] for an
@@ -210,19 +234,18 @@ auto einsum(const A& a, const B& b) {
                                               typename B::extents_type>::type,
           typename plan::out_unreduced>;
       detail::check_einsum_operands<Subscripts>(a, b);
-      std::vector<std::span<const T>> a_blocks(Mesh::size), b_blocks(Mesh::size);
-      for (std::size_t p = 0; p < Mesh::size; ++p) {
-        a_blocks[p] = a.local_data(p);
-        b_blocks[p] = b.local_data(p);
-      }
       const shape<R> ag = detail::padded_shape<R>(a.extents());
       const shape<R> bg = detail::padded_shape<R>(b.extents());
       const shape<R> cg = detail::einsum_out_shape(eq, detail::einsum_shapes<R>{ag, bg, sizeof(T)});
       shape<OR> c_global{};
       for (std::size_t d = 0; d < OR; ++d) c_global[d] = cg[d];
-      return result(adopt_shards, a.device_mesh(), c_global,
-                    detail::run_einsum<T, Mesh, R>(eq, plan::choice, a.device_mesh(), a_blocks, ag,
-                                                   b_blocks, bg));
+      const device_mesh<Mesh>& m = a.device_mesh();
+      return result(adopt_shards, m, c_global,
+                    detail::einsum_blocks<T, R>(eq, plan::choice, m.get_backend(),
+                                                std::span<const device_id>(m.devices()),
+                                                detail::mesh_value_of<Mesh>(),
+                                                *a.shared_shards(), ag, *b.shared_shards(),
+                                                bg));
     }
   }
 }

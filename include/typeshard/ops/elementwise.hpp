@@ -41,20 +41,84 @@ namespace typeshard {
 
 namespace detail {
 
+// The run-time loops below take the blocks, the mesh and the specs as values: templates of
+// the element types, ranks and f only, so an operation instantiates them once for every
+// mesh, spec and extents of a program (f is a functor of kernels/functors.hpp, the same
+// type wherever the operation is used), kept out of line (TYPESHARD_NOINLINE).
+
+// out[p][i] = f(in[p][i]) on the device of every mesh position.
+template <class R, class T, class F>
+TYPESHARD_NOINLINE std::vector<buffer<R>> map_blocks_on(backend& b,
+                                                        std::span<const device_id> devices,
+                                                        const std::vector<buffer<T>>& in, F f) {
+  std::vector<buffer<R>> out(in.size());
+  b.run(devices, [&](std::size_t p) {
+    const std::span<const T> x = in[p].span();
+    buffer<R> r(x.size());
+    R* o = r.data();
+    for (std::size_t i = 0; i < x.size(); ++i) o[i] = f(x[i]);
+    out[p] = std::move(r);
+  });
+  return out;
+}
+
+// out[p][i] = f(x[p][i], y[p][i]): operands of one layout and shape.
+template <class R, class T1, class T2, class F>
+TYPESHARD_NOINLINE std::vector<buffer<R>> zip_blocks_on(backend& b,
+                                                        std::span<const device_id> devices,
+                                                        const std::vector<buffer<T1>>& xs,
+                                                        const std::vector<buffer<T2>>& ys, F f) {
+  std::vector<buffer<R>> out(xs.size());
+  b.run(devices, [&](std::size_t p) {
+    const std::span<const T1> x = xs[p].span();
+    const std::span<const T2> y = ys[p].span();
+    buffer<R> r(x.size());
+    R* o = r.data();
+    for (std::size_t i = 0; i < x.size(); ++i) o[i] = f(x[i], y[i]);
+    out[p] = std::move(r);
+  });
+  return out;
+}
+
+// One operand of a broadcast, as values: its spec, global extents and blocks.
+template <class T, std::size_t Rank>
+struct broadcast_operand {
+  const spec_array<Rank>& spec;
+  const shape<Rank>& global;
+  const std::vector<buffer<T>>& blocks;
+};
+
+// Broadcasting: each device computes its block (spec rs, global extents `global`) of the
+// result, reading each operand's elements where its own block holds them
+// (detail/broadcast.hpp).
+template <class R, std::size_t Rank, class T1, std::size_t RA, class T2, std::size_t RB, class F>
+TYPESHARD_NOINLINE std::vector<buffer<R>> broadcast_blocks_on(
+    backend& b, std::span<const device_id> devices, const mesh_value& m,
+    const spec_array<Rank>& rs, const shape<Rank>& global, const broadcast_operand<T1, RA>& x,
+    const broadcast_operand<T2, RB>& y, F f) {
+  std::vector<buffer<R>> out(m.size);
+  b.run(devices, [&](std::size_t p) {
+    const index_slices<Rank> ix = index_of(m, rs, global, p);
+    shape<Rank> local{};
+    for (std::size_t d = 0; d < Rank; ++d) local[d] = ix[d].size();
+    buffer<R> r(host_tensor<R, Rank>::element_count(local));
+    zip_views(x.blocks[p].data(), view_of(m, x.spec, x.global, global, ix, p),
+              y.blocks[p].data(), view_of(m, y.spec, y.global, global, ix, p), local, r.data(),
+              f);
+    out[p] = std::move(r);
+  });
+  return out;
+}
+
 // Applies f to every element of every shard of `a` (on its device) and returns the
 // resulting array, with result element type R and unreduced axes U.
 template <class R, class U, class T, class M, class S, class E, class U0, class F>
 auto map_shards(const sharded_array<T, M, S, E, U0>& a, F f) {
-  std::vector<buffer<R>> out(M::size);
-  for_each_position(a.device_mesh(), [&](std::size_t p) {
-    const std::span<const T> in = a.local_data(p);
-    buffer<R> b(in.size());
-    R* o = b.data();
-    for (std::size_t i = 0; i < in.size(); ++i) o[i] = f(in[i]);
-    out[p] = std::move(b);
-  });
+  const device_mesh<M>& m = a.device_mesh();
   return sharded_array<R, M, typename sharded_array<T, M, S, E, U0>::spec, E, U>(
-      adopt_shards, a.device_mesh(), a.extents(), std::move(out));
+      adopt_shards, m, a.extents(),
+      map_blocks_on<R, T, F>(m.get_backend(), std::span<const device_id>(m.devices()),
+                             *a.shared_shards(), f));
 }
 
 template <class A, class B>
@@ -64,22 +128,14 @@ void check_same_devices(const A& a, const B& b, const char* op);
 template <class Result, class A, class B, class F>
 Result zip_shards(const A& a, const B& b, F f) {
   using R = typename Result::value_type;
-  using T1 = typename A::value_type;
-  using T2 = typename B::value_type;
-  std::vector<buffer<R>> out(A::mesh_type::size);
-  for_each_position(a.device_mesh(), [&](std::size_t p) {
-    const std::span<const T1> x = a.local_data(p);
-    const std::span<const T2> y = b.local_data(p);
-    buffer<R> r(x.size());
-    R* o = r.data();
-    for (std::size_t i = 0; i < x.size(); ++i) o[i] = f(x[i], y[i]);
-    out[p] = std::move(r);
-  });
-  return Result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
+  const auto& m = a.device_mesh();
+  return Result(adopt_shards, m, a.extents(),
+                zip_blocks_on<R, typename A::value_type, typename B::value_type, F>(
+                    m.get_backend(), std::span<const device_id>(m.devices()),
+                    *a.shared_shards(), *b.shared_shards(), f));
 }
 
-// Broadcasting: each device computes its block of the result, reading each operand's
-// elements where its own block holds them (detail/broadcast.hpp).
+// Broadcasting (broadcast_blocks_on), after checking the run-time extents.
 template <class Result, class A, class B, class F>
 Result broadcast_shards(const A& a, const B& b, F f, const char* op) {
   using Mesh = typename A::mesh_type;
@@ -87,21 +143,18 @@ Result broadcast_shards(const A& a, const B& b, F f, const char* op) {
   constexpr std::size_t Rank = Result::rank;
   const spec_array<A::rank> as = spec_array_of<typename A::spec, A::rank>();
   const spec_array<B::rank> bs = spec_array_of<typename B::spec, B::rank>();
-  const shape<Rank> global =
-      broadcast_shape<Rank>(a.extents(), as, b.extents(), bs, op);
+  const shape<Rank> global = broadcast_shape<Rank>(a.extents(), as, b.extents(), bs, op);
   const spec_array<Rank> rs = spec_array_of<typename Result::spec, Rank>();
-  std::vector<buffer<R>> out(Mesh::size);
-  for_each_position(a.device_mesh(), [&](std::size_t p) {
-    const index_slices<Rank> ix = index_of<Mesh>(rs, global, p);
-    shape<Rank> local{};
-    for (std::size_t d = 0; d < Rank; ++d) local[d] = ix[d].size();
-    buffer<R> r(host_tensor<R, Rank>::element_count(local));
-    zip_views(a.local_data(p).data(), view_of<Mesh>(as, a.extents(), global, ix, p),
-              b.local_data(p).data(), view_of<Mesh>(bs, b.extents(), global, ix, p), local,
-              r.data(), f);
-    out[p] = std::move(r);
-  });
-  return Result(adopt_shards, a.device_mesh(), global, std::move(out));
+  const auto& m = a.device_mesh();
+  return Result(adopt_shards, m, global,
+                broadcast_blocks_on<R, Rank>(
+                    m.get_backend(), std::span<const device_id>(m.devices()),
+                    mesh_value_of<Mesh>(), rs, global,
+                    broadcast_operand<typename A::value_type, A::rank>{as, a.extents(),
+                                                                       *a.shared_shards()},
+                    broadcast_operand<typename B::value_type, B::rank>{bs, b.extents(),
+                                                                       *b.shared_shards()},
+                    f));
 }
 
 // f on the operands (checked: check_elementwise_operands), result element R, unreduced U.
@@ -138,10 +191,7 @@ constexpr bool check_elementwise_operands() {
 // devices" error, at run time because device lists are run-time values).
 template <class A, class B>
 void check_same_devices(const A& a, const B& b, const char* op) {
-  if (!(a.device_mesh() == b.device_mesh()))
-    throw_operands_on_different_devices(op, a.device_mesh().to_string(),
-                                        b.device_mesh().to_string(),
-                                        move_to_other_devices_fix);
+  check_same_device_mesh(a.device_mesh(), b.device_mesh(), op, move_to_other_devices_fix);
 }
 
 }  // namespace detail
@@ -274,6 +324,17 @@ auto operator/(const A& a, detail::scalar_of<A> s) {
 // (x + s adds s once per partial sum), so an unreduced array does not compile (rule 3).
 
 namespace detail {
+// s - x and s / x as a functor of the operation and the scalar's type (not a lambda, whose
+// type would differ per array type and instantiate the loops of map_blocks_on once each).
+template <class F, class S>
+struct scalar_first {
+  S s;
+  template <class X>
+  constexpr auto operator()(const X& v) const {
+    return F{}(s, v);
+  }
+};
+
 template <class A, class F>
 auto map_nonlinear(const A& a, F f) {
   if constexpr (block_type<A>)
@@ -297,11 +358,11 @@ auto operator-(const A& a, detail::scalar_of<A> s) {
 }
 template <elementwise_operand A>
 auto operator-(detail::scalar_of<A> s, const A& a) {
-  return detail::map_nonlinear(a, [s](const auto& v) { return fn::minus(s, v); });
+  return detail::map_nonlinear(a, detail::scalar_first<fn::minus_t, detail::scalar_of<A>>{s});
 }
 template <elementwise_operand A>
 auto operator/(detail::scalar_of<A> s, const A& a) {
-  return detail::map_nonlinear(a, [s](const auto& v) { return fn::divides(s, v); });
+  return detail::map_nonlinear(a, detail::scalar_first<fn::divides_t, detail::scalar_of<A>>{s});
 }
 
 // ---- non-linear operations: need fully reduced values ------------------------------------

@@ -143,13 +143,32 @@ std::vector<buffer<T>> run_matmul_on(const matmul_choice<Rank>& c, backend& bk,
   return out;
 }
 
+// A matmul's run on two arrays' blocks, on values: one instantiation per element type and
+// rank, whatever the meshes, specs and plans (the plan's choice is a value too).
+template <class T, std::size_t R>
+TYPESHARD_NOINLINE std::vector<buffer<T>> matmul_blocks(
+    const matmul_choice<R>& c, backend& bk, std::span<const device_id> devices,
+    const mesh_value& mv, const std::vector<buffer<T>>& a, const shape<R>& a_global,
+    const std::vector<buffer<T>>& b, const shape<R>& b_global) {
+  std::vector<std::span<const T>> a_blocks(a.size()), b_blocks(b.size());
+  for (std::size_t p = 0; p < a.size(); ++p) {
+    a_blocks[p] = a[p].span();
+    b_blocks[p] = b[p].span();
+  }
+  return run_matmul_on<T, R>(c, bk, devices, mv, a_blocks, a_global, b_blocks, b_global);
+}
+
 #if defined(TYPESHARD_SEPARATE_COMPILATION)
 // With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
 #define TYPESHARD_RUN_MATMUL_INSTANCE(prefix, T, R)                                            \
   prefix std::vector<buffer<T>> run_matmul_on<T, R>(                                           \
       const matmul_choice<R>&, backend&, std::span<const device_id>, const mesh_value&,        \
       const std::vector<std::span<const T>>&, const shape<R>&,                                 \
-      const std::vector<std::span<const T>>&, const shape<R>&);
+      const std::vector<std::span<const T>>&, const shape<R>&);                               \
+  prefix std::vector<buffer<T>> matmul_blocks<T, R>(                                           \
+      const matmul_choice<R>&, backend&, std::span<const device_id>, const mesh_value&,        \
+      const std::vector<buffer<T>>&, const shape<R>&, const std::vector<buffer<T>>&,           \
+      const shape<R>&);
 #define TYPESHARD_FOR_RUN_MATMUL_INSTANCES(X, prefix)                                          \
   X(prefix, float, 2) X(prefix, float, 3) X(prefix, float, 4)                                  \
   X(prefix, double, 2) X(prefix, double, 3) X(prefix, double, 4)
@@ -182,18 +201,20 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
                     " in rhs; batched operands need the same batch extents");
 }
 
+// Equal J and batch extents, on values: one copy per TU.
+TYPESHARD_NOINLINE inline void check_matmul_extents(std::span<const std::size_t> a,
+                                                    std::span<const std::size_t> b) {
+  const std::size_t R = a.size();
+  if (a[R - 1] != b[R - 2]) throw_matmul_inner_mismatch(a[R - 1], b[R - 2]);
+  for (std::size_t d = 0; d + 2 < R; ++d)
+    if (a[d] != b[d]) throw_matmul_batch_mismatch(d, a[d], b[d]);
+}
+
 // The checks only run time can make: same devices, equal J and batch extents.
 template <class A, class B>
 void check_matmul_operands(const A& a, const B& b) {
-  constexpr std::size_t R = A::rank;
-  if (!(a.device_mesh() == b.device_mesh()))
-    throw_operands_on_different_devices("matmul", a.device_mesh().to_string(),
-                                        b.device_mesh().to_string(),
-                                        move_to_other_devices_fix);
-  if (a.extent(R - 1) != b.extent(R - 2))
-    throw_matmul_inner_mismatch(a.extent(R - 1), b.extent(R - 2));
-  for (std::size_t d = 0; d + 2 < R; ++d)
-    if (a.extent(d) != b.extent(d)) throw_matmul_batch_mismatch(d, a.extent(d), b.extent(d));
+  check_same_device_mesh(a.device_mesh(), b.device_mesh(), "matmul", move_to_other_devices_fix);
+  check_matmul_extents(a.extents(), b.extents());
 }
 
 // The result's extents: batch and I from lhs, K from rhs, static where either side is.
@@ -234,16 +255,15 @@ auto matmul(const A& a, const B& b) {
                                               typename B::extents_type>::type,
           typename plan::out_unreduced>;
       detail::check_matmul_operands(a, b);
-      std::vector<std::span<const T>> a_blocks(Mesh::size), b_blocks(Mesh::size);
-      for (std::size_t p = 0; p < Mesh::size; ++p) {
-        a_blocks[p] = a.local_data(p);
-        b_blocks[p] = b.local_data(p);
-      }
       shape<R> c_global = a.extents();
       c_global[R - 1] = b.extent(R - 1);
-      return result(adopt_shards, a.device_mesh(), c_global,
-                    detail::run_matmul<T, Mesh, R>(plan::choice, a.device_mesh(), a_blocks,
-                                                   a.extents(), b_blocks, b.extents()));
+      const device_mesh<Mesh>& m = a.device_mesh();
+      return result(adopt_shards, m, c_global,
+                    detail::matmul_blocks<T, R>(plan::choice, m.get_backend(),
+                                                std::span<const device_id>(m.devices()),
+                                                detail::mesh_value_of<Mesh>(),
+                                                *a.shared_shards(), a.extents(),
+                                                *b.shared_shards(), b.extents()));
     }
   }
 }

@@ -36,6 +36,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -156,23 +157,39 @@ auto to_in_spec(const A& a) {
     return reshard<Spec>(a);
 }
 
+// check_even_blocks on values: one copy per TU, whatever the meshes and specs.
+[[noreturn]] TYPESHARD_COLD inline void throw_uneven_block(const mesh_value& m,
+                                                         const dim_spec& ds,
+                                                         std::size_t argument, std::size_t d,
+                                                         std::size_t extent,
+                                                         std::size_t shards) {
+  std::string axes;
+  for (std::size_t i = 0; i < ds.count; ++i)
+    axes += (i ? " x '" : "'") + std::string(ds.axes[i].view()) + "' (" +
+            std::to_string(m.size_of(ds.axes[i])) + ")";
+  throw shape_error("typeshard: shard_map: argument " + std::to_string(argument) +
+                    ", dimension " + std::to_string(d) + " has extent " +
+                    std::to_string(extent) + ", not divisible by its " +
+                    std::to_string(shards) + " shards over " + axes +
+                    "; shard_map needs even blocks (as JAX): use a multiple of " +
+                    std::to_string(shards) + " or shard that dimension less");
+}
+TYPESHARD_NOINLINE inline void check_even_blocks_on(const mesh_value& m,
+                                                    std::span<const dim_spec> spec,
+                                                    std::span<const std::size_t> extents,
+                                                    std::size_t argument) {
+  for (std::size_t d = 0; d < extents.size(); ++d) {
+    const std::size_t shards = shards_of(m, spec[d]);
+    if (extents[d] % shards != 0)
+      throw_uneven_block(m, spec[d], argument, d, extents[d], shards);
+  }
+}
+
 template <class Spec, class A>
 void check_even_blocks(const A& a, std::size_t argument) {
-  using L = layout<typename A::mesh_type, Spec, A::rank>;
-  for (std::size_t d = 0; d < A::rank; ++d) {
-    if (a.extent(d) % L::shards_along(d) == 0) continue;
-    std::string axes;
-    const dim_spec ds = L::spec_type::dim(d);
-    for (std::size_t i = 0; i < ds.count; ++i)
-      axes += (i ? " x '" : "'") + std::string(ds.axes[i].view()) + "' (" +
-              std::to_string(A::mesh_type::size_of(ds.axes[i])) + ")";
-    throw shape_error("typeshard: shard_map: argument " + std::to_string(argument) +
-                      ", dimension " + std::to_string(d) + " has extent " +
-                      std::to_string(a.extent(d)) + ", not divisible by its " +
-                      std::to_string(L::shards_along(d)) + " shards over " + axes +
-                      "; shard_map needs even blocks (as JAX): use a multiple of " +
-                      std::to_string(L::shards_along(d)) + " or shard that dimension less");
-  }
+  check_even_blocks_on(mesh_value_of<typename A::mesh_type>(),
+                       layout<typename A::mesh_type, Spec, A::rank>::entries, a.extents(),
+                       argument);
 }
 
 // An lvalue of T where a diagnostic has fired: declared only (the program never links, as it
@@ -233,37 +250,56 @@ struct output_parts {
   explicit output_parts(std::size_t n) : buffers(n), shapes(n) {}
 };
 
-template <class Mesh, class Spec, class B>
-auto assemble_output(const device_mesh<Mesh>& m, output_parts<B>& parts, std::size_t output) {
-  constexpr std::size_t R = B::rank;
-  using L = layout<Mesh, Spec, R>;
+[[noreturn]] TYPESHARD_COLD inline void throw_unequal_output_blocks(std::size_t output,
+                                                                  std::size_t first,
+                                                                  const std::string& first_shape,
+                                                                  std::size_t p,
+                                                                  const std::string& shape) {
+  throw shape_error("typeshard: shard_map: output " + std::to_string(output) +
+                    ": the device at mesh position " + std::to_string(first) +
+                    " returned a block of shape " + first_shape + " but the one at position " +
+                    std::to_string(p) + " one of shape " + shape +
+                    "; every device must return blocks of equal shape");
+}
+
+// The global extents of an output of spec `spec` from the shapes of its blocks, checked to
+// be equal: on values, one instantiation per rank.
+template <std::size_t R>
+TYPESHARD_NOINLINE shape<R> assembled_extents(backend& b, std::span<const device_id> devices,
+                                              const mesh_value& m, const spec_array<R>& spec,
+                                              const std::vector<shape<R>>& shapes,
+                                              std::size_t output) {
   // Only the devices this process addresses returned blocks (all of them on the thread
   // pool, one per rank on MPI): compare those, and size the result from the first.
-  std::size_t first = Mesh::size;
-  for (std::size_t p = 0; p < Mesh::size; ++p) {
-    if (!m.get_backend().is_addressable(m.device_at(p))) continue;
-    if (first == Mesh::size) first = p;
-    if (parts.shapes[p] != parts.shapes[first])
-      throw shape_error("typeshard: shard_map: output " + std::to_string(output) +
-                        ": the device at mesh position " + std::to_string(first) +
-                        " returned a block of shape " + to_string(parts.shapes[first]) +
-                        " but the one at position " + std::to_string(p) + " one of shape " +
-                        to_string(parts.shapes[p]) +
-                        "; every device must return blocks of equal shape");
+  std::size_t first = m.size;
+  for (std::size_t p = 0; p < m.size; ++p) {
+    if (!b.is_addressable(devices[p])) continue;
+    if (first == m.size) first = p;
+    if (shapes[p] != shapes[first])
+      throw_unequal_output_blocks(output, first, to_string(shapes[first]), p,
+                                  to_string(shapes[p]));
   }
   shape<R> global{};
-  if (first < Mesh::size)
-    for (std::size_t d = 0; d < R; ++d) global[d] = parts.shapes[first][d] * L::shards_along(d);
+  if (first < m.size)
+    for (std::size_t d = 0; d < R; ++d) global[d] = shapes[first][d] * shards_of(m, spec[d]);
   // With several processes (MPI) and a mesh that leaves some out, those ran no block and
   // cannot size the result: the mesh's first device sends them its extents, decided alike on
   // every process as to_host's broadcast is (so their to_host of it matches the others').
-  const backend& b = m.get_backend();
-  if (b.process_count() > 1 && Mesh::size < b.device_count()) {
+  if (b.process_count() > 1 && m.size < b.device_count()) {
     host_tensor<std::uint64_t, 1> extents(shape<1>{R});
     for (std::size_t d = 0; d < R; ++d) extents.data()[d] = global[d];
-    broadcast_to_host(m, extents);
+    broadcast_host_tensor(b, devices[0], extents);
     for (std::size_t d = 0; d < R; ++d) global[d] = static_cast<std::size_t>(extents.data()[d]);
   }
+  return global;
+}
+
+template <class Mesh, class Spec, class B>
+auto assemble_output(const device_mesh<Mesh>& m, output_parts<B>& parts, std::size_t output) {
+  constexpr std::size_t R = B::rank;
+  const shape<R> global = assembled_extents<R>(
+      m.get_backend(), std::span<const device_id>(m.devices()), mesh_value_of<Mesh>(),
+      layout<Mesh, Spec, R>::entries, parts.shapes, output);
   return sharded_array<typename B::value_type, Mesh, Spec, dextents<R>>(
       adopt_shards, m, global, std::move(parts.buffers));
 }

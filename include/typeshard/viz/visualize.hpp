@@ -75,31 +75,37 @@ TYPESHARD_DEFERRED
 TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string_view platform,
                                        const visualize_options& o);
 
-// The picture of Layout over `global`, whose mesh positions run on `devices` of `platform`:
-// jax.debug.visualize_sharding, step for step. Only the boxes (which shard sits where, its
-// share of each dimension, its devices) depend on the layout; the drawing is draw_boxes,
-// compiled once (in typeshard::runtime with separate compilation).
-template <class Layout, std::size_t Rank>
-TYPESHARD_COLD void draw_sharding(std::ostream& os, const shape<Rank>& global, std::span<const device_id> devices,
-                   std::string_view platform, const visualize_options& o) {
+// The picture of an array of spec `spec` over `global` on the mesh `m`, whose mesh
+// positions run on `devices` of `platform`: jax.debug.visualize_sharding, step for step. Only
+// the boxes (which shard sits where, its share of each dimension, its devices) depend on the
+// layout; the drawing is draw_boxes, compiled once (in typeshard::runtime with separate
+// compilation). The mesh and spec are values, so a program drawing many layouts compiles this
+// once per rank (and not at all with the runtime).
+template <std::size_t Rank>
+TYPESHARD_COLD TYPESHARD_NOINLINE void draw_sharding(std::ostream& os, const mesh_value& m,
+                                                     const spec_array<Rank>& spec,
+                                                     const shape<Rank>& global,
+                                                     std::span<const device_id> devices,
+                                                     std::string_view platform,
+                                                     const visualize_options& o) {
   static_assert(Rank == 1 || Rank == 2);
   // Share of dimension d held by a slice: its extent over the global extent (an empty
   // dimension, which JAX divides by, gives every shard an equal share instead).
   auto share = [&](std::size_t d, const slice& s) {
     return global[d] != 0 ? static_cast<double>(s.size()) / static_cast<double>(global[d])
-                          : 1.0 / static_cast<double>(Layout::shards_along(d));
+                          : 1.0 / static_cast<double>(shards_of(m, spec[d]));
   };
   box_grid g;
-  g.rows = Rank == 2 ? Layout::shards_along(0) : 1;
-  g.cols = Layout::shards_along(Rank - 1);
+  g.rows = Rank == 2 ? shards_of(m, spec[0]) : 1;
+  g.cols = shards_of(m, spec[Rank - 1]);
   g.first_extent = global[0];
   g.last_extent = global[Rank - 1];
   g.two_dimensional = Rank == 2;
   g.boxes.resize(g.rows * g.cols);
   for (std::size_t p = 0; p < devices.size(); ++p) {
-    const index_slices<Rank> ix = Layout::index(global, p);
-    const std::size_t r = Rank == 2 ? Layout::shard_along(0, p) : 0;
-    const std::size_t c = Layout::shard_along(Rank - 1, p);
+    const index_slices<Rank> ix = index_of(m, spec, global, p);
+    const std::size_t r = Rank == 2 ? shard_of(m, spec[0], p) : 0;
+    const std::size_t c = shard_of(m, spec[Rank - 1], p);
     box_of_devices& b = g.boxes[r * g.cols + c];
     if constexpr (Rank == 2) b.height = share(0, ix[0]);
     b.width = share(Rank - 1, ix[Rank - 1]);
@@ -107,6 +113,15 @@ TYPESHARD_COLD void draw_sharding(std::ostream& os, const shape<Rank>& global, s
   }
   draw_boxes(os, std::move(g), platform, o);
 }
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+#define TYPESHARD_DRAW_SHARDING_INSTANCE(prefix, R)                                            \
+  prefix void draw_sharding<R>(std::ostream&, const mesh_value&, const spec_array<R>&,         \
+                               const shape<R>&, std::span<const device_id>, std::string_view, \
+                               const visualize_options&);
+TYPESHARD_DRAW_SHARDING_INSTANCE(extern template, 1)
+TYPESHARD_DRAW_SHARDING_INSTANCE(extern template, 2)
+#endif
 
 }  // namespace detail
 
@@ -120,8 +135,9 @@ void visualize_sharding(std::ostream& os, const device_mesh<Mesh>& m, const shap
     static_assert(detail::check_spec<Mesh, Spec, Rank>() || true);  // rule 1, one error
     if (m.get_backend().process_index() != 0) return;  // SPMD (MPI): drawn once, by process 0
     if constexpr (valid_spec<Mesh, Spec, Rank>)
-      detail::draw_sharding<layout<Mesh, Spec, Rank>>(os, global, m.devices(),
-                                                      m.get_backend().platform(), options);
+      detail::draw_sharding<Rank>(os, detail::mesh_value_of<Mesh>(),
+                                  layout<Mesh, Spec, Rank>::entries, global, m.devices(),
+                                  m.get_backend().platform(), options);
   }
 }
 
@@ -133,8 +149,10 @@ void visualize(std::ostream& os, const Array& a, const visualize_options& option
   // SPMD (MPI): every process runs this line; the picture is drawn once, by process 0.
   if (a.device_mesh().get_backend().process_index() != 0) return;
   if constexpr (A::rank <= 2)
-    detail::draw_sharding<typename A::layout_type>(os, a.extents(), a.device_mesh().devices(),
-                                                   a.device_mesh().get_backend().platform(), options);
+    detail::draw_sharding<A::rank>(os, detail::mesh_value_of<typename A::mesh_type>(),
+                                   A::layout_type::entries, a.extents(),
+                                   a.device_mesh().devices(),
+                                   a.device_mesh().get_backend().platform(), options);
 }
 
 // visualize(array): the same, to std::cout.

@@ -155,7 +155,7 @@ constexpr bool check_broadcast() {
 // The result's global extents for the operands' run-time extents; throws shape_error when
 // they do not broadcast, or when a stretching dimension is sharded.
 template <std::size_t Rank, std::size_t RA, std::size_t RB>
-shape<Rank> broadcast_shape(const shape<RA>& a, const spec_array<RA>& as, const shape<RB>& b,
+TYPESHARD_NOINLINE shape<Rank> broadcast_shape(const shape<RA>& a, const spec_array<RA>& as, const shape<RB>& b,
                             const spec_array<RB>& bs, const char* op) {
   shape<Rank> out{};
   for (std::size_t i = 0; i < Rank; ++i) {
@@ -180,11 +180,11 @@ struct operand_view {
   std::array<std::size_t, Rank> stride{};
 };
 
-template <class Mesh, std::size_t Rank, std::size_t R>
-operand_view<Rank> view_of(const spec_array<R>& s, const shape<R>& global,
+template <std::size_t Rank, std::size_t R>
+operand_view<Rank> view_of(const mesh_value& m, const spec_array<R>& s, const shape<R>& global,
                            const shape<Rank>& out_global, const index_slices<Rank>& out_index,
                            std::size_t position) {
-  const index_slices<R> ix = index_of<Mesh>(s, global, position);
+  const index_slices<R> ix = index_of(m, s, global, position);
   std::array<std::size_t, R> local_stride{};
   std::size_t st = 1;
   for (std::size_t d = R; d-- > 0;) {

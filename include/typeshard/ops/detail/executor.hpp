@@ -219,11 +219,25 @@ std::vector<buffer<T>> run_plan_on(backend& b, std::span<const device_id> device
   return out;
 }
 
+// The same on an array's blocks (reshard): one instantiation per element type and rank.
+template <class T, std::size_t Rank>
+TYPESHARD_NOINLINE std::vector<buffer<T>> run_plan_on_blocks(
+    backend& b, std::span<const device_id> devices, const mesh_value& mv,
+    const shape<Rank>& global, const std::vector<buffer<T>>& in, const spec_array<Rank>& from,
+    std::span<const step<Rank>> steps) {
+  std::vector<std::span<const T>> blocks(in.size());
+  for (std::size_t p = 0; p < in.size(); ++p) blocks[p] = in[p].span();
+  return run_plan_on<T, Rank>(b, devices, mv, global, blocks, from, steps);
+}
+
 #if defined(TYPESHARD_SEPARATE_COMPILATION)
 #define TYPESHARD_RUN_PLAN_INSTANCE(prefix, T, R)                                              \
   prefix std::vector<buffer<T>> run_plan_on<T, R>(                                             \
       backend&, std::span<const device_id>, const mesh_value&, const shape<R>&,                \
-      const std::vector<std::span<const T>>&, const spec_array<R>&, std::span<const step<R>>);
+      const std::vector<std::span<const T>>&, const spec_array<R>&, std::span<const step<R>>); \
+  prefix std::vector<buffer<T>> run_plan_on_blocks<T, R>(                                      \
+      backend&, std::span<const device_id>, const mesh_value&, const shape<R>&,                \
+      const std::vector<buffer<T>>&, const spec_array<R>&, std::span<const step<R>>);
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_PLAN_INSTANCE, extern template)
 #endif
 
@@ -241,11 +255,11 @@ std::vector<buffer<T>> run_plan(const device_mesh<Mesh>& m, const shape<Rank>& g
 template <class Plan, class T, class Mesh, class Spec, class Extents, class U>
 std::vector<buffer<T>> run_plan(const sharded_array<T, Mesh, Spec, Extents, U>& a) {
   constexpr std::size_t Rank = Extents::rank;
-  std::vector<std::span<const T>> blocks(Mesh::size);
-  for (std::size_t p = 0; p < Mesh::size; ++p) blocks[p] = a.local_data(p);
-  return run_plan<T, Mesh, Rank>(a.device_mesh(), a.extents(), blocks,
-                                 spec_array_of<typename Plan::from_spec, Rank>(),
-                                 reshard_steps_for<Plan, Mesh, Rank>(a.extents()));
+  const device_mesh<Mesh>& m = a.device_mesh();
+  return run_plan_on_blocks<T, Rank>(m.get_backend(), std::span<const device_id>(m.devices()),
+                                     mesh_value_of<Mesh>(), a.extents(), *a.shared_shards(),
+                                     spec_array_of<typename Plan::from_spec, Rank>(),
+                                     reshard_steps_for<Plan, Mesh, Rank>(a.extents()));
 }
 
 }  // namespace typeshard::detail

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,19 +56,28 @@ Target retype(const A& a) {
     return retype<Target>(a, a.extents());
 }
 
+// Every device's block of an array of spec at.spec filled with `v`, on values.
+template <class T, std::size_t Rank>
+TYPESHARD_NOINLINE std::vector<buffer<T>> filled_blocks(const placement<Rank>& at,
+                                                        const shape<Rank>& extents, T v) {
+  std::vector<buffer<T>> out(at.mesh.size);
+  at.b.run(at.devices, [&](std::size_t p) {
+    const shape<Rank> local = local_shape_of(at.mesh, at.spec, extents, p);
+    buffer<T> b(host_tensor<T, Rank>::element_count(local));
+    for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = v;
+    out[p] = std::move(b);
+  });
+  return out;
+}
+
 // An array of type A filled with `v` on every device (its local block).
 template <class A>
 A filled(const device_mesh<typename A::mesh_type>& m, const shape<A::rank>& extents,
          typename A::value_type v) {
-  using M = typename A::mesh_type;
-  std::vector<buffer<typename A::value_type>> out(M::size);
-  for_each_position(m, [&](std::size_t p) {
-    const shape<A::rank> local = A::layout_type::local_shape(extents, p);
-    buffer<typename A::value_type> b(host_tensor<typename A::value_type, A::rank>::element_count(local));
-    for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = v;
-    out[p] = std::move(b);
-  });
-  return A(adopt_shards, m, extents, std::move(out));
+  // On values (filled_blocks): one instantiation per element type and rank.
+  return A(adopt_shards, m, extents,
+           filled_blocks<typename A::value_type, A::rank>(
+               placement_of<typename A::mesh_type, typename A::spec, A::rank>(m), extents, v));
 }
 
 // G from C, which has G's layout but fewer unreduced axes: each device keeps its block when
@@ -130,9 +138,8 @@ struct grad_node {
 };
 
 template <class Cot>
-struct value_node final : grad_node {
+struct value_node : grad_node {
   std::optional<Cot> grad;
-  std::function<void(const Cot&)> pull;
 
   void add(const Cot& c) {
     if (grad)
@@ -141,11 +148,36 @@ struct value_node final : grad_node {
       grad = c;
   }
   void backward() override {
-    if (grad && pull) pull(*grad);
+    if (grad) pull(*grad);
     grad.reset();  // free it as soon as it has been used
-    pull = nullptr;
+    release();
   }
+
+ private:
+  virtual void pull(const Cot& g) = 0;  // hands g to the op's inputs
+  virtual void release() = 0;           // frees what pull holds
 };
+
+// The node of one op: its pull held by value (not in a std::function, whose type erasure
+// compiled a manager and an invoker per op type on top of this node's own virtuals).
+template <class Cot, class Pull>
+struct op_node final : value_node<Cot> {
+  explicit op_node(Pull p) : pull_(std::move(p)) {}
+
+ private:
+  void pull(const Cot& g) override {
+    if (pull_) (*pull_)(g);
+  }
+  void release() override { pull_.reset(); }
+  std::optional<Pull> pull_;
+};
+
+template <class Cot, class Pull>
+std::unique_ptr<value_node<Cot>> make_op_node(Pull pull, std::string (*describe)()) {
+  auto node = std::make_unique<op_node<Cot, Pull>>(std::move(pull));
+  node->describe = describe;
+  return node;
+}
 
 // One unique address per type: the key of a parameter's contributions of that type.
 template <class T>
