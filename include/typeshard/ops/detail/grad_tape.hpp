@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -138,8 +139,9 @@ struct grad_node {
 };
 
 template <class Cot>
-struct value_node : grad_node {
+struct value_node final : grad_node {
   std::optional<Cot> grad;
+  std::function<void(const Cot&)> pull;
 
   void add(const Cot& c) {
     if (grad)
@@ -148,36 +150,11 @@ struct value_node : grad_node {
       grad = c;
   }
   void backward() override {
-    if (grad) pull(*grad);
+    if (grad && pull) pull(*grad);
     grad.reset();  // free it as soon as it has been used
-    release();
+    pull = nullptr;
   }
-
- private:
-  virtual void pull(const Cot& g) = 0;  // hands g to the op's inputs
-  virtual void release() = 0;           // frees what pull holds
 };
-
-// The node of one op: its pull held by value (not in a std::function, whose type erasure
-// compiled a manager and an invoker per op type on top of this node's own virtuals).
-template <class Cot, class Pull>
-struct op_node final : value_node<Cot> {
-  explicit op_node(Pull p) : pull_(std::move(p)) {}
-
- private:
-  void pull(const Cot& g) override {
-    if (pull_) (*pull_)(g);
-  }
-  void release() override { pull_.reset(); }
-  std::optional<Pull> pull_;
-};
-
-template <class Cot, class Pull>
-std::unique_ptr<value_node<Cot>> make_op_node(Pull pull, std::string (*describe)()) {
-  auto node = std::make_unique<op_node<Cot, Pull>>(std::move(pull));
-  node->describe = describe;
-  return node;
-}
 
 // One unique address per type: the key of a parameter's contributions of that type.
 template <class T>

@@ -184,8 +184,9 @@ auto record(R value, const A& a, RawA raw_a, std::string (*describe)() = nullptr
   using raw_a_t = std::remove_cvref_t<decltype(raw_a(std::declval<const Cot&>()))>;
   using list = typename contributions_merge<typename contributions_of<A>::type,
                                             typename new_contribution<A, raw_a_t>::type>::type;
-  auto node = make_op_node<Cot>(
-      [s = sink<A>(a), raw_a](const Cot& g) { s.deliver(raw_a(g)); }, describe);
+  auto node = std::make_unique<value_node<Cot>>();
+  node->describe = describe;
+  node->pull = [s = sink<A>(a), raw_a](const Cot& g) { s.deliver(raw_a(g)); };
   auto* n = node.get();
   a.tape()->nodes.push_back(std::move(node));
   return traced<R, list>(std::move(value), a.tape(), n);
@@ -200,7 +201,9 @@ auto record(R value, const A& a, const B& b, RawA raw_a, RawB raw_b,
       typename new_contribution<A, std::remove_cvref_t<decltype(raw_a(std::declval<const Cot&>()))>>::type,
       typename new_contribution<B, std::remove_cvref_t<decltype(raw_b(std::declval<const Cot&>()))>>::type>::type;
   const std::shared_ptr<grad_tape>& tape = tape_of(a, b);
-  auto node = make_op_node<Cot>([sa = sink<A>(a), sb = sink<B>(b), raw_a, raw_b](const Cot& g) {
+  auto node = std::make_unique<value_node<Cot>>();
+  node->describe = describe;
+  node->pull = [sa = sink<A>(a), sb = sink<B>(b), raw_a, raw_b](const Cot& g) {
     // An operand that is a plain array gets nothing (its raw_ is named all the same, for
     // clang's -Wunused-lambda-capture).
     if constexpr (sink<A>::active)
@@ -211,7 +214,7 @@ auto record(R value, const A& a, const B& b, RawA raw_a, RawB raw_b,
       sb.deliver(raw_b(g));
     else
       (void)raw_b;
-  }, describe);
+  };
   auto* n = node.get();
   tape->nodes.push_back(std::move(node));
   return traced<R, list>(std::move(value), tape, n);
