@@ -111,6 +111,13 @@ inline constexpr adopt_shards_t adopt_shards{};
 
 namespace detail {
 
+// Where an array of spec Spec and rank Rank on device mesh m puts its blocks, as values.
+template <class Mesh, class Spec, std::size_t Rank>
+placement<Rank> placement_of(const device_mesh<Mesh>& m) {
+  return {m.get_backend(), std::span<const device_id>(m.devices()), mesh_value_of<Mesh>(),
+          layout<Mesh, Spec, Rank>::entries};
+}
+
 // addressable_shards on values: one instantiation per element type and rank.
 template <class T, std::size_t Rank>
 TYPESHARD_NOINLINE std::vector<shard<T, Rank>> addressable_shards_of(
@@ -197,8 +204,7 @@ class sharded_array {
 
   // Where the blocks are, as values (for the run-time code of array/detail/transfer.hpp).
   detail::placement<rank> placement() const {
-    return {mesh_.get_backend(), std::span<const device_id>(mesh_.devices()),
-            detail::mesh_value_of<Mesh>(), layout_type::entries};  // see detail::placement_of
+    return detail::placement_of<Mesh, spec, rank>(mesh_);
   }
 
   // "NamedSharding(mesh=Mesh('x': 2, 'y': 2), spec=PartitionSpec('x', 'y'))".
@@ -242,13 +248,6 @@ template <class B, std::size_t Rank>
 inline constexpr bool is_host_tensor_of_rank = false;
 template <class T, std::size_t Rank>
 inline constexpr bool is_host_tensor_of_rank<host_tensor<T, Rank>, Rank> = true;
-
-// Where an array of spec Spec and rank Rank on device mesh m puts its blocks, as values.
-template <class Mesh, class Spec, std::size_t Rank>
-placement<Rank> placement_of(const device_mesh<Mesh>& m) {
-  return {m.get_backend(), std::span<const device_id>(m.devices()), mesh_value_of<Mesh>(),
-          layout<Mesh, Spec, Rank>::entries};
-}
 
 // What device_put returns after its diagnostic fired: an array of the data's rank, so the
 // code using it compiles on and the diagnostic stays the only error. Never run.

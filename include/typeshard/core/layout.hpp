@@ -215,6 +215,20 @@ constexpr bool is_even(const mesh_value& m, const spec_array<Rank>& s, const sha
   return true;
 }
 
+// The replica index of `position`: its coordinates on the mesh axes the spec does not use,
+// row-major; 0 for the primary copy of its slices (layout::replica_index).
+TYPESHARD_NOINLINE constexpr std::size_t replica_index_of(const mesh_value& m,
+                                                          std::span<const dim_spec> spec,
+                                                          std::size_t position) {
+  std::size_t r = 0;
+  for (std::size_t i = 0; i < m.rank(); ++i) {
+    bool used = false;
+    for (const dim_spec& ds : spec) used = used || ds.uses(m.axes[i].name);
+    if (!used) r = r * m.axes[i].size + m.coordinate(position, i);
+  }
+  return r;
+}
+
 }  // namespace detail
 
 template <mesh_type Mesh, spec_type Spec, std::size_t Rank>
@@ -271,11 +285,7 @@ struct layout {
   // coordinates on the unused axes, row-major); the device with replica_index 0 is the
   // group's primary.
   static constexpr std::size_t replica_index(std::size_t position) {
-    const coordinates_type c = Mesh::coordinates(position);
-    std::size_t r = 0;
-    for (std::size_t i = 0; i < Mesh::rank; ++i)
-      if (!axis_is_used(i)) r = r * Mesh::shape[i] + c[i];
-    return r;
+    return detail::replica_index_of(detail::mesh_value_of<Mesh>(), entries, position);
   }
   static constexpr bool is_primary(std::size_t position) { return replica_index(position) == 0; }
 

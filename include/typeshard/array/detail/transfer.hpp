@@ -37,20 +37,6 @@ struct placement {
   spec_array<Rank> spec;
 };
 
-// The replica index of `position` (layout::replica_index on values): its coordinates on the
-// mesh axes the spec does not use, row-major; 0 for the primary copy of its slices.
-TYPESHARD_NOINLINE constexpr std::size_t replica_index_of(const mesh_value& m,
-                                                          std::span<const dim_spec> spec,
-                                                          std::size_t position) {
-  std::size_t r = 0;
-  for (std::size_t i = 0; i < m.rank(); ++i) {
-    bool used = false;
-    for (const dim_spec& ds : spec) used = used || ds.uses(m.axes[i].name);
-    if (!used) r = r * m.axes[i].size + m.coordinate(position, i);
-  }
-  return r;
-}
-
 // Where a block sits in the global array: its first element, and its extents.
 template <std::size_t Rank>
 void box_of(const index_slices<Rank>& ix, shape<Rank>& origin, shape<Rank>& local) {
