@@ -115,71 +115,19 @@ constexpr spec_array<Rank> spec_array_of() {
   return out;
 }
 
-// Number of shards of a dimension whose entry is `ds`: the product of its axes' sizes.
-template <class Mesh>
-constexpr std::size_t shards_of(const dim_spec& ds) {
+// Number of shards of a dimension whose entry is `ds`: the product of its axes' sizes. On a
+// mesh held as a value (core/detail/mesh_value.hpp): the executor runs one instantiation for
+// every mesh of a program, and the typed forms below forward here, so that the arithmetic is
+// written once.
+TYPESHARD_NOINLINE constexpr std::size_t shards_of(const mesh_value& m, const dim_spec& ds) {
   std::size_t n = 1;
-  for (std::size_t a = 0; a < ds.count; ++a) n *= Mesh::size_of(ds.axes[a]);
+  for (std::size_t a = 0; a < ds.count; ++a) n *= m.size_of(ds.axes[a]);
   return n;
 }
 
 // Which of those shards the device at `position` holds: its coordinates on the entry's
 // axes read as a mixed-radix number, the first axis major, as in P(('x', 'y')). (An axis
 // the mesh does not have counts for nothing; rule 1 has rejected it already.)
-template <class Mesh>
-constexpr std::size_t shard_of(const dim_spec& ds, std::size_t position) {
-  const auto c = Mesh::coordinates(position);
-  std::size_t k = 0;
-  for (std::size_t a = 0; a < ds.count; ++a) {
-    const std::size_t i = Mesh::index_of(ds.axes[a]);
-    if (i < Mesh::rank) k = k * Mesh::shape[i] + c[i];
-  }
-  return k;
-}
-
-// The global index slices held by the device at `position`.
-template <class Mesh, std::size_t Rank>
-constexpr index_slices<Rank> index_of(const spec_array<Rank>& s, const shape<Rank>& global,
-                                      std::size_t position) {
-  index_slices<Rank> out{};
-  for (std::size_t d = 0; d < Rank; ++d)
-    out[d] = block_slice(global[d], shards_of<Mesh>(s[d]), shard_of<Mesh>(s[d], position));
-  return out;
-}
-
-// Its local extents.
-template <class Mesh, std::size_t Rank>
-constexpr shape<Rank> local_shape_of(const spec_array<Rank>& s, const shape<Rank>& global,
-                                     std::size_t position) {
-  const index_slices<Rank> ix = index_of<Mesh>(s, global, position);
-  shape<Rank> out{};
-  for (std::size_t d = 0; d < Rank; ++d) out[d] = ix[d].size();
-  return out;
-}
-
-// The largest local extents (the block size).
-template <class Mesh, std::size_t Rank>
-constexpr shape<Rank> block_shape_of(const spec_array<Rank>& s, const shape<Rank>& global) {
-  shape<Rank> out{};
-  for (std::size_t d = 0; d < Rank; ++d) out[d] = block_extent(global[d], shards_of<Mesh>(s[d]));
-  return out;
-}
-
-// Whether every dimension divides evenly among its shards.
-template <class Mesh, std::size_t Rank>
-constexpr bool is_even(const spec_array<Rank>& s, const shape<Rank>& global) {
-  for (std::size_t d = 0; d < Rank; ++d)
-    if (global[d] % shards_of<Mesh>(s[d]) != 0) return false;
-  return true;
-}
-
-// The same arithmetic on a mesh held as a value (core/detail/mesh_value.hpp), for the
-// executor, which runs one instantiation for every mesh of a program.
-TYPESHARD_NOINLINE constexpr std::size_t shards_of(const mesh_value& m, const dim_spec& ds) {
-  std::size_t n = 1;
-  for (std::size_t a = 0; a < ds.count; ++a) n *= m.size_of(ds.axes[a]);
-  return n;
-}
 TYPESHARD_NOINLINE constexpr std::size_t shard_of(const mesh_value& m, const dim_spec& ds,
                                                   std::size_t position) {
   std::size_t k = 0;
@@ -189,6 +137,8 @@ TYPESHARD_NOINLINE constexpr std::size_t shard_of(const mesh_value& m, const dim
   }
   return k;
 }
+
+// The global index slices held by the device at `position`.
 template <std::size_t Rank>
 TYPESHARD_NOINLINE constexpr index_slices<Rank> index_of(const mesh_value& m,
                                                          const spec_array<Rank>& s,
@@ -199,6 +149,8 @@ TYPESHARD_NOINLINE constexpr index_slices<Rank> index_of(const mesh_value& m,
     out[d] = block_slice(global[d], shards_of(m, s[d]), shard_of(m, s[d], position));
   return out;
 }
+
+// Its local extents.
 template <std::size_t Rank>
 constexpr shape<Rank> local_shape_of(const mesh_value& m, const spec_array<Rank>& s,
                                      const shape<Rank>& global, std::size_t position) {
@@ -208,6 +160,16 @@ constexpr shape<Rank> local_shape_of(const mesh_value& m, const spec_array<Rank>
   return out;
 }
 
+// The largest local extents (the block size).
+template <std::size_t Rank>
+constexpr shape<Rank> block_shape_of(const mesh_value& m, const spec_array<Rank>& s,
+                                     const shape<Rank>& global) {
+  shape<Rank> out{};
+  for (std::size_t d = 0; d < Rank; ++d) out[d] = block_extent(global[d], shards_of(m, s[d]));
+  return out;
+}
+
+// Whether every dimension divides evenly among its shards.
 template <std::size_t Rank>
 constexpr bool is_even(const mesh_value& m, const spec_array<Rank>& s, const shape<Rank>& global) {
   for (std::size_t d = 0; d < Rank; ++d)
@@ -227,6 +189,34 @@ TYPESHARD_NOINLINE constexpr std::size_t replica_index_of(const mesh_value& m,
     if (!used) r = r * m.axes[i].size + m.coordinate(position, i);
   }
   return r;
+}
+
+// The same on a mesh type (the plans' and layout<>'s form).
+template <class Mesh>
+constexpr std::size_t shards_of(const dim_spec& ds) {
+  return shards_of(mesh_value_of<Mesh>(), ds);
+}
+template <class Mesh>
+constexpr std::size_t shard_of(const dim_spec& ds, std::size_t position) {
+  return shard_of(mesh_value_of<Mesh>(), ds, position);
+}
+template <class Mesh, std::size_t Rank>
+constexpr index_slices<Rank> index_of(const spec_array<Rank>& s, const shape<Rank>& global,
+                                      std::size_t position) {
+  return index_of(mesh_value_of<Mesh>(), s, global, position);
+}
+template <class Mesh, std::size_t Rank>
+constexpr shape<Rank> local_shape_of(const spec_array<Rank>& s, const shape<Rank>& global,
+                                     std::size_t position) {
+  return local_shape_of(mesh_value_of<Mesh>(), s, global, position);
+}
+template <class Mesh, std::size_t Rank>
+constexpr shape<Rank> block_shape_of(const spec_array<Rank>& s, const shape<Rank>& global) {
+  return block_shape_of(mesh_value_of<Mesh>(), s, global);
+}
+template <class Mesh, std::size_t Rank>
+constexpr bool is_even(const spec_array<Rank>& s, const shape<Rank>& global) {
+  return is_even(mesh_value_of<Mesh>(), s, global);
 }
 
 }  // namespace detail
