@@ -40,6 +40,7 @@
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
 #include "../core/config.hpp"
+#include "../core/detail/message.hpp"
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
 #include "../core/rules/rule2_einsum.hpp"
@@ -154,11 +155,11 @@ std::vector<buffer<T>> run_einsum(const einsum_equation& eq, const einsum_choice
                                                                   char letter, std::size_t l,
                                                                   std::size_t a, std::size_t r,
                                                                   std::size_t b) {
-  throw shape_error(std::string("typeshard: einsum ") + std::string(subscripts) + ": letter '" +
-                    letter + "' has extent " + std::to_string(a) + " in lhs (dimension " +
-                    std::to_string(l) + ") but " + std::to_string(b) + " in rhs (dimension " +
-                    std::to_string(r) +
-                    "); a letter names one dimension: pass operands whose extents agree");
+  throw shape_error(message({"typeshard: einsum ", subscripts, ": letter '",
+                             std::string_view(&letter, 1), "' has extent ", a,
+                             " in lhs (dimension ", l, ") but ", b, " in rhs (dimension ", r,
+                             "); a letter names one dimension: pass operands whose extents "
+                             "agree"}));
 }
 
 // Each letter's extents equal, on values: one copy per TU.

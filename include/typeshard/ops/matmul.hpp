@@ -40,6 +40,7 @@
 #include "../plan/detail/matmul_planner.hpp"
 #include "../core/detail/spec_layout.hpp"
 #include "../array/device_mesh.hpp"
+#include "../core/detail/message.hpp"
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
 #include "../kernels/gemm.hpp"
@@ -189,16 +190,16 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
 // check_matmul_operands's failures, out of line: functions of values, one copy per TU.
 [[noreturn]] TYPESHARD_COLD inline void throw_matmul_inner_mismatch(std::size_t a_cols,
                                                                  std::size_t b_rows) {
-  throw shape_error("typeshard: matmul: lhs has " + std::to_string(a_cols) +
-                    " columns (J, its last dimension) but rhs has " + std::to_string(b_rows) +
-                    " rows (J, its second-to-last); A[..., I, J] . B[..., J, K] needs them "
-                    "equal: pass operands of matching inner extent");
+  throw shape_error(message({"typeshard: matmul: lhs has ", a_cols,
+                             " columns (J, its last dimension) but rhs has ", b_rows,
+                             " rows (J, its second-to-last); A[..., I, J] . B[..., J, K] needs "
+                             "them equal: pass operands of matching inner extent"}));
 }
 [[noreturn]] TYPESHARD_COLD inline void throw_matmul_batch_mismatch(std::size_t d, std::size_t a,
                                                                  std::size_t b) {
-  throw shape_error("typeshard: matmul: batch dimension " + std::to_string(d) + " has extent " +
-                    std::to_string(a) + " in lhs but " + std::to_string(b) +
-                    " in rhs; batched operands need the same batch extents");
+  throw shape_error(message({"typeshard: matmul: batch dimension ", d, " has extent ", a,
+                             " in lhs but ", b,
+                             " in rhs; batched operands need the same batch extents"}));
 }
 
 // Equal J and batch extents, on values: one copy per TU.
