@@ -17,9 +17,11 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <forward_list>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -48,10 +50,29 @@ struct padded_label {
   rgb foreground{};
 };
 
+// The text of a picture's segments. A segment views its text here instead of owning a
+// string, so that lines of segments are vectors of plain values: copying, inserting and
+// cropping them is memmove, and the drawing, compiled in every TU that draws (header-only),
+// costs g++ a fraction of what vectors of strings do. A forward_list never moves what it
+// holds, so the views stay valid for the picture's lifetime.
+class picture_text {
+ public:
+  std::string_view keep(std::string text) {
+    texts_.push_front(std::move(text));
+    return texts_.front();
+  }
+  std::string_view spaces(long long n) {
+    return keep(std::string(static_cast<std::size_t>(std::max(0LL, n)), ' '));
+  }
+
+ private:
+  std::forward_list<std::string> texts_;
+};
+
 // A run of text in one style (rich's Segment): `style` is the cell whose colours it takes,
 // or null for unstyled text (borders, and the blanks rich pads rows with).
 struct segment {
-  std::string text;
+  std::string_view text;
   const padded_label* style = nullptr;
 };
 using segment_line = std::vector<segment>;
@@ -240,10 +261,12 @@ inline std::vector<long long> column_widths(const grid& rows, std::size_t column
 
 // ---- Rendering ----------------------------------------------------------------------------
 
-// The first `cells` cells of s (set_cell_size, for text of one-cell characters).
+// The first `cells` cells of s, padded with spaces to `cells` (set_cell_size, for text of
+// one-cell characters), then `tail`.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline std::string take_cells(std::string_view s, long long cells) {
+inline std::string_view take_cells(picture_text& text, std::string_view s, long long cells,
+                                   std::string_view tail = {}) {
   std::size_t i = 0;
   long long n = 0;
   while (i < s.size()) {
@@ -253,35 +276,33 @@ inline std::string take_cells(std::string_view s, long long cells) {
     }
     ++i;
   }
-  return std::string(s.substr(0, i)) + std::string(static_cast<std::size_t>(cells - n), ' ');
+  std::string out(s.substr(0, i));
+  out.append(static_cast<std::size_t>(cells - n), ' ');
+  out.append(tail);
+  return text.keep(std::move(out));
 }
 
 // Segment.adjust_line_length: crop to `length` cells, or pad with spaces in `pad_style`.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline segment_line adjust_line_length(const segment_line& line, long long length, bool pad,
-                                       const padded_label* pad_style = nullptr) {
+inline void adjust_line_length(picture_text& text, segment_line& line, long long length,
+                               bool pad, const padded_label* pad_style = nullptr) {
   long long line_length = 0;
   for (const segment& s : line) line_length += cell_len(s.text);
   if (line_length < length) {
-    segment_line out = line;
-    if (pad) out.push_back({std::string(static_cast<std::size_t>(length - line_length), ' '), pad_style});
-    return out;
+    if (pad) line.push_back({text.spaces(length - line_length), pad_style});
+    return;
   }
-  if (line_length == length) return line;
-  segment_line out;
   long long used = 0;
-  for (const segment& s : line) {
-    const long long n = cell_len(s.text);
+  for (std::size_t i = 0; i < line.size() && line_length != length; ++i) {
+    const long long n = cell_len(line[i].text);
     if (used + n < length) {
-      out.push_back(s);
       used += n;
     } else {
-      out.push_back({take_cells(s.text, length - used), s.style});
-      break;
+      line[i].text = take_cells(text, line[i].text, length - used);
+      line.resize(i + 1);
     }
   }
-  return out;
 }
 
 // _wrap.divide_line without fold (a Table column's overflow is "ellipsis"): where to break
@@ -319,24 +340,26 @@ inline std::vector<std::size_t> divide_line(std::string_view text, long long wid
 // cells; a line too long ends in "…".
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline std::vector<std::string> wrap_text(std::string_view text, long long width) {
-  std::vector<std::size_t> offsets = divide_line(text, width);
-  offsets.insert(offsets.begin(), 0);
-  offsets.push_back(text.size());
-  std::vector<std::string> lines;
-  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
-    std::string line(text.substr(offsets[i], offsets[i + 1] - offsets[i]));
+inline std::vector<std::string_view> wrap_text(picture_text& text, std::string_view label,
+                                               long long width) {
+  std::vector<std::size_t> breaks = divide_line(label, width);
+  breaks.push_back(label.size());
+  std::vector<std::string_view> lines;
+  std::size_t begin = 0;
+  for (const std::size_t end : breaks) {
+    std::string_view line = label.substr(begin, end - begin);
+    begin = end;
     if (static_cast<long long>(line.size()) > width) {  // rstrip_end
       std::size_t excess = line.size() - static_cast<std::size_t>(width);
       while (excess > 0 && !line.empty() && line.back() == ' ') {
-        line.pop_back();
+        line.remove_suffix(1);
         --excess;
       }
     }
     if (static_cast<long long>(line.size()) > width)  // truncate(width, "ellipsis", pad=True)
-      lines.push_back(take_cells(line, width - 1) + "\u2026");
+      lines.push_back(take_cells(text, line, width - 1, "\u2026"));
     else
-      lines.push_back(take_cells(line, width));
+      lines.push_back(take_cells(text, line, width));
   }
   return lines;
 }
@@ -344,37 +367,37 @@ inline std::vector<std::string> wrap_text(std::string_view text, long long width
 // Padding(Align(label, "center")) rendered `width` cells wide: its lines, each `width` cells.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline std::vector<segment_line> render_cell(const padded_label& c, long long width) {
+inline std::vector<segment_line> render_cell(picture_text& text, const padded_label& c,
+                                             long long width) {
   const padded_label* style = c.styled ? &c : nullptr;
   const long long inner = std::max(0LL, width - c.left - c.right);
   // Align: the label takes at most `inner` cells and is centred in the rest.
   const long long text_width = measure_text(c.label, inner).maximum;
   // rich renders nothing at all in less than one cell (Console.render returns at once).
-  const std::vector<std::string> text_lines =
-      text_width > 0 ? wrap_text(c.label, text_width) : std::vector<std::string>{};
+  const std::vector<std::string_view> text_lines =
+      text_width > 0 ? wrap_text(text, c.label, text_width) : std::vector<std::string_view>{};
   const long long excess = inner - text_width;
   const long long align_left = excess > 0 ? excess / 2 : 0;
   const long long align_right = excess > 0 ? excess - align_left : 0;
 
-  auto spaces = [](long long n) { return std::string(static_cast<std::size_t>(n), ' '); };
   std::vector<segment_line> out;
   if (width < 1) return out;
-  const segment_line blank{{spaces(width), style}};
+  const segment_line blank{{text.spaces(width), style}};
   for (long long i = 0; i < c.top; ++i) out.push_back(blank);
-  for (const std::string& t : text_lines) {
-    segment_line line;
-    if (c.left > 0) line.push_back({spaces(c.left), style});
+  for (const std::string_view t : text_lines) {
     segment_line aligned;
-    if (align_left > 0) aligned.push_back({spaces(align_left), style});
+    if (align_left > 0) aligned.push_back({text.spaces(align_left), style});
     aligned.push_back({t, style});
-    if (align_right > 0) aligned.push_back({spaces(align_right), style});
-    aligned = adjust_line_length(aligned, inner, true, style);  // Padding's render_lines
+    if (align_right > 0) aligned.push_back({text.spaces(align_right), style});
+    adjust_line_length(text, aligned, inner, true, style);  // Padding's render_lines
+    segment_line line;
+    if (c.left > 0) line.push_back({text.spaces(c.left), style});
     line.insert(line.end(), aligned.begin(), aligned.end());
-    if (c.right > 0) line.push_back({spaces(c.right), style});
-    out.push_back(line);
+    if (c.right > 0) line.push_back({text.spaces(c.right), style});
+    out.push_back(std::move(line));
   }
   for (long long i = 0; i < c.bottom; ++i) out.push_back(blank);
-  for (segment_line& line : out) line = adjust_line_length(line, width, true);  // the Table's
+  for (segment_line& line : out) adjust_line_length(text, line, width, true);  // the Table's
   return out;
 }
 
@@ -388,7 +411,7 @@ struct square_box {
 
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline segment_line border_line(const std::string_view (&parts)[3],
+inline segment_line border_line(picture_text& text, const std::string_view (&parts)[3],
                                 const std::vector<long long>& widths) {
   std::string s(parts[0]);
   for (std::size_t c = 0; c < widths.size(); ++c) {
@@ -396,15 +419,15 @@ inline segment_line border_line(const std::string_view (&parts)[3],
     for (long long i = 0; i < widths[c]; ++i) s += square_box::horizontal;
   }
   s += parts[2];
-  return {{s, nullptr}};
+  return {{text.keep(std::move(s)), nullptr}};
 }
 
 // Table(show_header=False, padding=0, pad_edge=False, box=SQUARE and show_lines=True when
 // `boxed`, else box=None) rendered on a console `console_width` cells wide: its lines,
-// cropped to the console's width as Console.print does.
+// cropped to the console's width as Console.print does. Their text lives in `text`.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline std::vector<segment_line> render_table(const grid& rows, bool boxed,
+inline std::vector<segment_line> render_table(picture_text& text, const grid& rows, bool boxed,
                                               long long console_width) {
   std::vector<segment_line> out;
   if (rows.empty() || rows.front().empty()) return out;
@@ -412,29 +435,31 @@ inline std::vector<segment_line> render_table(const grid& rows, bool boxed,
   const long long extra = boxed ? static_cast<long long>(columns) + 1 : 0;
   const std::vector<long long> widths = column_widths(rows, columns, console_width - extra);
 
-  if (boxed) out.push_back(border_line(square_box::top, widths));
+  if (boxed) out.push_back(border_line(text, square_box::top, widths));
+  std::vector<std::vector<segment_line>> cells(columns);
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    std::vector<std::vector<segment_line>> cells;
     std::size_t height = 1;
     for (std::size_t c = 0; c < columns; ++c) {
-      cells.push_back(render_cell(rows[r][c], widths[c]));
-      height = std::max(height, cells.back().size());
+      cells[c] = render_cell(text, rows[r][c], widths[c]);
+      height = std::max(height, cells[c].size());
     }
-    for (std::size_t c = 0; c < columns; ++c)  // vertical "top": blank lines below
-      cells[c].resize(height, segment_line{{std::string(static_cast<std::size_t>(widths[c]), ' '), nullptr}});
     for (std::size_t i = 0; i < height; ++i) {
       segment_line line;
-      if (boxed) line.push_back({std::string(square_box::vertical), nullptr});
+      if (boxed) line.push_back({square_box::vertical, nullptr});
       for (std::size_t c = 0; c < columns; ++c) {
-        line.insert(line.end(), cells[c][i].begin(), cells[c][i].end());
-        if (boxed) line.push_back({std::string(square_box::vertical), nullptr});
+        if (i < cells[c].size())
+          line.insert(line.end(), cells[c][i].begin(), cells[c][i].end());
+        else  // vertical "top": blank lines below
+          line.push_back({text.spaces(widths[c]), nullptr});
+        if (boxed) line.push_back({square_box::vertical, nullptr});
       }
       out.push_back(std::move(line));
     }
     if (boxed)
-      out.push_back(border_line(r + 1 < rows.size() ? square_box::row : square_box::bottom, widths));
+      out.push_back(
+          border_line(text, r + 1 < rows.size() ? square_box::row : square_box::bottom, widths));
   }
-  for (segment_line& line : out) line = adjust_line_length(line, console_width, false);
+  for (segment_line& line : out) adjust_line_length(text, line, console_width, false);
   return out;
 }
 
@@ -460,32 +485,58 @@ inline int eight_bit_colour(rgb c) {
                           py_round(six(c.b)));
 }
 
+// n in decimal, at the end of `out`.
+TYPESHARD_DEFERRED
+TYPESHARD_COLD
+inline void append_number(std::string& out, long long n) {
+  char digits[24];
+  out.append(digits, std::to_chars(digits, digits + sizeof digits, n).ptr);
+}
+
 // Style(color=foreground, bgcolor=background).render: "\x1b[<fg>;<bg>m" text "\x1b[0m".
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline void write_styled(std::ostream& os, const segment& s, ansi_palette palette) {
+inline void append_styled(std::string& out, const segment& s, ansi_palette palette) {
   if (s.text.empty()) return;
   if (s.style == nullptr) {
-    os << s.text;
+    out.append(s.text);
     return;
   }
-  auto codes = [&](rgb c, int base) {
-    if (palette == ansi_palette::eight_bit) return std::to_string(base) + ";5;" + std::to_string(eight_bit_colour(c));
-    return std::to_string(base) + ";2;" + std::to_string(c.r) + ";" + std::to_string(c.g) + ";" +
-           std::to_string(c.b);
+  auto colour = [&](rgb c, int base) {
+    append_number(out, base);
+    if (palette == ansi_palette::eight_bit) {
+      out.append(";5;");
+      append_number(out, eight_bit_colour(c));
+      return;
+    }
+    out.append(";2;");
+    append_number(out, c.r);
+    out += ';';
+    append_number(out, c.g);
+    out += ';';
+    append_number(out, c.b);
   };
-  os << "\x1b[" << codes(s.style->foreground, 38) << ';' << codes(s.style->background, 48) << 'm'
-     << s.text << "\x1b[0m";
+  out.append("\x1b[");
+  colour(s.style->foreground, 38);
+  out += ';';
+  colour(s.style->background, 48);
+  out += 'm';
+  out.append(s.text);
+  out.append("\x1b[0m");
 }
 
+// The lines joined into one text and written at once (one stream operation, not one per
+// segment and number: the stream's formatting is what costs a TU that draws).
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
 inline void write_lines(std::ostream& os, const std::vector<segment_line>& lines,
                         ansi_palette palette) {
+  std::string out;
   for (const segment_line& line : lines) {
-    for (const segment& s : line) write_styled(os, s, palette);
-    os << '\n';
+    for (const segment& s : line) append_styled(out, s, palette);
+    out += '\n';
   }
+  os.write(out.data(), static_cast<std::streamsize>(out.size()));
 }
 
 }  // namespace typeshard::detail

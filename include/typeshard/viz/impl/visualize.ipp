@@ -168,7 +168,8 @@ TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string
     }
     table[k / cols].push_back(std::move(cell));
   }
-  write_lines(os, render_table(table, !colour, max_width), palette(o));
+  picture_text text;
+  write_lines(os, render_table(text, table, !colour, max_width), palette(o));
 }
 
 
