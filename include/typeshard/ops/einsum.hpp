@@ -150,7 +150,9 @@ std::vector<buffer<T>> run_einsum(const einsum_equation& eq, const einsum_choice
                              mesh_value_of<Mesh>(), a_blocks, a_global, b_blocks, b_global);
 }
 
-// check_einsum_operands's failure, out of line: a function of values, one copy per TU.
+// check_einsum_operands's failure, out of line: a function of values, one copy per TU
+// (deferred, core/config.hpp: compiled only by a TU that runs an einsum).
+TYPESHARD_DEFERRED
 [[noreturn]] TYPESHARD_COLD inline void throw_einsum_extent_mismatch(std::string_view subscripts,
                                                                   char letter, std::size_t l,
                                                                   std::size_t a, std::size_t r,
@@ -163,6 +165,7 @@ std::vector<buffer<T>> run_einsum(const einsum_equation& eq, const einsum_choice
 }
 
 // Each letter's extents equal, on values: one copy per TU.
+TYPESHARD_DEFERRED
 TYPESHARD_NOINLINE inline void check_einsum_extents(const einsum_equation& eq,
                                                     std::string_view subscripts,
                                                     std::span<const std::size_t> a,

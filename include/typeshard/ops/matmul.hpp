@@ -187,7 +187,9 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
                                 mesh_value_of<Mesh>(), a_blocks, a_global, b_blocks, b_global);
 }
 
-// check_matmul_operands's failures, out of line: functions of values, one copy per TU.
+// check_matmul_operands's failures, out of line: functions of values, one copy per TU
+// (deferred, core/config.hpp: compiled only by a TU that runs a matmul).
+TYPESHARD_DEFERRED
 [[noreturn]] TYPESHARD_COLD inline void throw_matmul_inner_mismatch(std::size_t a_cols,
                                                                  std::size_t b_rows) {
   throw shape_error(message({"typeshard: matmul: lhs has ", a_cols,
@@ -195,6 +197,7 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
                              " rows (J, its second-to-last); A[..., I, J] . B[..., J, K] needs "
                              "them equal: pass operands of matching inner extent"}));
 }
+TYPESHARD_DEFERRED
 [[noreturn]] TYPESHARD_COLD inline void throw_matmul_batch_mismatch(std::size_t d, std::size_t a,
                                                                  std::size_t b) {
   throw shape_error(message({"typeshard: matmul: batch dimension ", d, " has extent ", a,
@@ -203,6 +206,7 @@ std::vector<buffer<T>> run_matmul(const matmul_choice<Rank>& c, const device_mes
 }
 
 // Equal J and batch extents, on values: one copy per TU.
+TYPESHARD_DEFERRED
 TYPESHARD_NOINLINE inline void check_matmul_extents(std::span<const std::size_t> a,
                                                     std::span<const std::size_t> b) {
   const std::size_t R = a.size();

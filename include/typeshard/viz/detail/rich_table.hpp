@@ -21,7 +21,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <forward_list>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -53,21 +53,27 @@ struct padded_label {
 // The text of a picture's segments. A segment views its text here instead of owning a
 // string, so that lines of segments are vectors of plain values: copying, inserting and
 // cropping them is memmove, and the drawing, compiled in every TU that draws (header-only),
-// costs g++ a fraction of what vectors of strings do. A forward_list never moves what it
-// holds, so the views stay valid for the picture's lifetime.
-class picture_text {
- public:
-  std::string_view keep(std::string text) {
-    texts_.push_front(std::move(text));
-    return texts_.front();
-  }
-  std::string_view spaces(long long n) {
-    return keep(std::string(static_cast<std::size_t>(std::max(0LL, n)), ' '));
-  }
-
- private:
-  std::forward_list<std::string> texts_;
+// costs g++ less than with vectors of strings. Each text is held by pointer, so the
+// views stay valid for the picture's lifetime (a moved short string would move its
+// characters).
+struct picture_text {
+  std::vector<std::unique_ptr<std::string>> texts;
 };
+
+// `text` kept in the picture; its view. (Functions, not members: a member of a class that is
+// not a template is compiled by every TU that includes this header; these, only by one that
+// draws.)
+TYPESHARD_DEFERRED
+TYPESHARD_COLD
+inline std::string_view keep(picture_text& picture, std::string text) {
+  picture.texts.push_back(std::make_unique<std::string>(std::move(text)));
+  return *picture.texts.back();
+}
+TYPESHARD_DEFERRED
+TYPESHARD_COLD
+inline std::string_view spaces(picture_text& picture, long long n) {
+  return keep(picture, std::string(static_cast<std::size_t>(std::max(0LL, n)), ' '));
+}
 
 // A run of text in one style (rich's Segment): `style` is the cell whose colours it takes,
 // or null for unstyled text (borders, and the blanks rich pads rows with).
@@ -279,7 +285,7 @@ inline std::string_view take_cells(picture_text& text, std::string_view s, long 
   std::string out(s.substr(0, i));
   out.append(static_cast<std::size_t>(cells - n), ' ');
   out.append(tail);
-  return text.keep(std::move(out));
+  return keep(text, std::move(out));
 }
 
 // Segment.adjust_line_length: crop to `length` cells, or pad with spaces in `pad_style`.
@@ -290,7 +296,7 @@ inline void adjust_line_length(picture_text& text, segment_line& line, long long
   long long line_length = 0;
   for (const segment& s : line) line_length += cell_len(s.text);
   if (line_length < length) {
-    if (pad) line.push_back({text.spaces(length - line_length), pad_style});
+    if (pad) line.push_back({spaces(text, length - line_length), pad_style});
     return;
   }
   long long used = 0;
@@ -382,18 +388,18 @@ inline std::vector<segment_line> render_cell(picture_text& text, const padded_la
 
   std::vector<segment_line> out;
   if (width < 1) return out;
-  const segment_line blank{{text.spaces(width), style}};
+  const segment_line blank{{spaces(text, width), style}};
   for (long long i = 0; i < c.top; ++i) out.push_back(blank);
   for (const std::string_view t : text_lines) {
     segment_line aligned;
-    if (align_left > 0) aligned.push_back({text.spaces(align_left), style});
+    if (align_left > 0) aligned.push_back({spaces(text, align_left), style});
     aligned.push_back({t, style});
-    if (align_right > 0) aligned.push_back({text.spaces(align_right), style});
+    if (align_right > 0) aligned.push_back({spaces(text, align_right), style});
     adjust_line_length(text, aligned, inner, true, style);  // Padding's render_lines
     segment_line line;
-    if (c.left > 0) line.push_back({text.spaces(c.left), style});
+    if (c.left > 0) line.push_back({spaces(text, c.left), style});
     line.insert(line.end(), aligned.begin(), aligned.end());
-    if (c.right > 0) line.push_back({text.spaces(c.right), style});
+    if (c.right > 0) line.push_back({spaces(text, c.right), style});
     out.push_back(std::move(line));
   }
   for (long long i = 0; i < c.bottom; ++i) out.push_back(blank);
@@ -419,7 +425,7 @@ inline segment_line border_line(picture_text& text, const std::string_view (&par
     for (long long i = 0; i < widths[c]; ++i) s += square_box::horizontal;
   }
   s += parts[2];
-  return {{text.keep(std::move(s)), nullptr}};
+  return {{keep(text, std::move(s)), nullptr}};
 }
 
 // Table(show_header=False, padding=0, pad_edge=False, box=SQUARE and show_lines=True when
@@ -450,7 +456,7 @@ inline std::vector<segment_line> render_table(picture_text& text, const grid& ro
         if (i < cells[c].size())
           line.insert(line.end(), cells[c][i].begin(), cells[c][i].end());
         else  // vertical "top": blank lines below
-          line.push_back({text.spaces(widths[c]), nullptr});
+          line.push_back({spaces(text, widths[c]), nullptr});
         if (boxed) line.push_back({square_box::vertical, nullptr});
       }
       out.push_back(std::move(line));
