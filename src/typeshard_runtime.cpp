@@ -35,6 +35,9 @@
 #include <typeshard/detail/impl/buffer.ipp>
 #include <typeshard/viz/impl/visualize.ipp>
 
+// The thread pool (declared `extern template` in backend/threads.hpp in this mode).
+template class typeshard::basic_cpu_devices<void>;
+
 // The per-shard GEMMs (declared `extern template` in kernels/gemm.hpp in this mode).
 template void typeshard::kernels::gemm<float>(std::size_t, std::size_t, std::size_t,
                                               const float*, std::size_t, const float*,

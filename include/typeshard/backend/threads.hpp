@@ -47,23 +47,29 @@ struct thread_device_context {
   std::size_t index = 0;  // position of this device in run->devices
 };
 
-TYPESHARD_RUNTIME_DECL thread_device_context& current_thread_device();
+TYPESHARD_DEFERRED TYPESHARD_RUNTIME_DECL thread_device_context& current_thread_device();
 
 }  // namespace detail
 
-class cpu_devices final : public backend {
+// ts::cpu_devices is basic_cpu_devices<>, a class template of an unused parameter for the
+// same reason as TYPESHARD_DEFERRED (core/config.hpp): header-only, a TU that includes
+// typeshard.hpp but makes no pool (a program's other TUs, which take a device_mesh or a
+// backend&) compiles none of the pool; with the separately compiled runtime it is compiled
+// once, in typeshard::runtime. Spell it cpu_devices.
+template <class Unused = void>
+class basic_cpu_devices final : public backend {
  public:
   // Starts `count` device threads (usage_error for 0). At most `concurrent_kernels` of them
   // run a heavy kernel (a per-shard GEMM) at once (see backend::kernel_slot); by default as
   // many as the cores this process may run on.
-  TYPESHARD_RUNTIME_DECL explicit cpu_devices(std::size_t count);
-  TYPESHARD_RUNTIME_DECL cpu_devices(std::size_t count, std::size_t concurrent_kernels);
+  explicit basic_cpu_devices(std::size_t count);
+  basic_cpu_devices(std::size_t count, std::size_t concurrent_kernels);
 
-  cpu_devices(const cpu_devices&) = delete;
-  cpu_devices& operator=(const cpu_devices&) = delete;
+  basic_cpu_devices(const basic_cpu_devices&) = delete;
+  basic_cpu_devices& operator=(const basic_cpu_devices&) = delete;
 
   // Waits for a running operation to finish, then stops and joins the device threads.
-  TYPESHARD_RUNTIME_DECL ~cpu_devices() override;
+  ~basic_cpu_devices() override;
 
   std::size_t device_count() const override { return workers_.size(); }
   bool is_addressable(device_id d) const override { return d < workers_.size(); }
@@ -71,33 +77,33 @@ class cpu_devices final : public backend {
   std::size_t concurrent_kernels() const { return kernel_slots_; }
 
  protected:
-  TYPESHARD_RUNTIME_DECL body_position current_body() const override;
-  TYPESHARD_RUNTIME_DECL void do_acquire_kernel_slot() override;
-  TYPESHARD_RUNTIME_DECL void do_release_kernel_slot() noexcept override;
-  TYPESHARD_RUNTIME_DECL std::string devices_summary() const override;
+  body_position current_body() const override;
+  void do_acquire_kernel_slot() override;
+  void do_release_kernel_slot() noexcept override;
+  std::string devices_summary() const override;
 
-  TYPESHARD_RUNTIME_DECL void do_run(std::span<const device_id> devices,
+  void do_run(std::span<const device_id> devices,
                                      detail::function_ref<void(std::size_t)> body) override;
 
   // ---- collectives (see backend.hpp for the contracts) ----------------------------------
-  TYPESHARD_RUNTIME_DECL void do_all_gather(const collective_group& g, element_type t,
+  void do_all_gather(const collective_group& g, element_type t,
                                             const void* send, void* recv, std::size_t rows,
                                             std::span<const std::size_t> counts,
                                             std::uint64_t signature) override;
-  TYPESHARD_RUNTIME_DECL void do_reduce_scatter(const collective_group& g, element_type t,
+  void do_reduce_scatter(const collective_group& g, element_type t,
                                                 reduce_op op, const void* send, void* recv,
                                                 std::size_t rows,
                                                 std::span<const std::size_t> counts,
                                                 std::uint64_t signature) override;
-  TYPESHARD_RUNTIME_DECL void do_all_reduce(const collective_group& g, element_type t,
+  void do_all_reduce(const collective_group& g, element_type t,
                                             reduce_op op, const void* send, void* recv,
                                             std::size_t count, std::uint64_t signature) override;
-  TYPESHARD_RUNTIME_DECL void do_all_to_all(const collective_group& g, element_type t,
+  void do_all_to_all(const collective_group& g, element_type t,
                                             const void* send, void* recv,
                                             const strided_pieces& send_pieces,
                                             const strided_pieces& recv_pieces,
                                             std::uint64_t signature) override;
-  TYPESHARD_RUNTIME_DECL void do_permute(const collective_group& g, element_type t,
+  void do_permute(const collective_group& g, element_type t,
                                          const void* send, std::size_t send_count,
                                          std::size_t send_to, void* recv,
                                          std::size_t recv_count, std::size_t recv_from,
@@ -122,13 +128,13 @@ class cpu_devices final : public backend {
     std::size_t count = 0;
   };
 
-  TYPESHARD_RUNTIME_DECL void work(worker& w);
+  void work(worker& w);
 
   // One collective on the calling device: publish, meet the group, check that every member
   // called the same thing, do this member's share (work), meet again (so no member returns,
   // and reuses or frees its buffers, while a peer still reads or writes them). One function
   // for the five collectives (work by function_ref), so the rendezvous is compiled once.
-  TYPESHARD_RUNTIME_DECL void collective(
+  void collective(
       const collective_group& g, std::uint64_t signature, const void* send, void* recv,
       send_info info, detail::function_ref<void(std::span<const detail::thread_call>)> work);
 
@@ -147,6 +153,12 @@ class cpu_devices final : public backend {
   std::vector<int> kernel_cores_;
   std::vector<unsigned char> kernel_core_taken_;  // not vector<bool>: cheaper to compile
 };
+
+using cpu_devices = basic_cpu_devices<>;
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+extern template class basic_cpu_devices<void>;
+#endif
 
 }  // namespace typeshard
 

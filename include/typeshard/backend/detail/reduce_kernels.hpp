@@ -14,6 +14,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../../core/config.hpp"
 #include "../backend.hpp"
 #include "../../core/errors.hpp"
 #include "../../kernels/functors.hpp"
@@ -50,6 +51,7 @@ inline void add_into(T* acc, const T* x, std::size_t n) {
 // add alike whatever their sign (here in unsigned arithmetic, which wraps where a signed sum
 // would overflow), and a complex sum is the sum of its real and imaginary parts, so six
 // loops serve the twelve element types, fewer for every TU to compile.
+TYPESHARD_DEFERRED
 inline void reduce_into(element_type t, void* acc, const void* x, std::size_t n, reduce_op op) {
   if (op == reduce_op::sum) {
     switch (t.kind) {

@@ -16,6 +16,8 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+
+#include "../../core/config.hpp"
 #endif
 
 namespace typeshard::detail {
@@ -23,6 +25,7 @@ namespace typeshard::detail {
 // Output sizes from which streaming pays: beyond what the caches would keep anyway.
 inline constexpr std::size_t stream_threshold_bytes = std::size_t{8} << 20;
 
+TYPESHARD_DEFERRED
 inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
 #if defined(__SSE2__)
   auto* d = static_cast<unsigned char*>(dst);
@@ -40,6 +43,7 @@ inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
 }
 
 // Makes the streamed stores visible before whatever synchronisation follows.
+TYPESHARD_DEFERRED
 inline void stream_fence() {
 #if defined(__SSE2__)
   _mm_sfence();

@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "../../core/config.hpp"
 #include "../../core/errors.hpp"
 #include "../backend.hpp"
 
@@ -32,7 +33,7 @@ struct thread_call {
 struct thread_group {
   using call = thread_call;
 
-  explicit thread_group(std::span<const std::size_t> m)
+  TYPESHARD_DEFERRED explicit thread_group(std::span<const std::size_t> m)
       : members(m.begin(), m.end()), size(m.size()), calls(m.size()) {}
 
   std::vector<std::size_t> members;
@@ -63,7 +64,7 @@ class thread_run {
   // The rendezvous of the group with these members, made the first time it meets. A run
   // meets few groups (one per mesh axis and coordinate at most), so a list searched in
   // order costs less, to run and to compile, than an ordered map.
-  thread_group& group(std::span<const std::size_t> members) {
+  TYPESHARD_DEFERRED thread_group& group(std::span<const std::size_t> members) {
     std::lock_guard lock(mutex_);
     for (const std::unique_ptr<thread_group>& g : groups_)
       if (std::equal(g->members.begin(), g->members.end(), members.begin(), members.end()))
@@ -76,7 +77,7 @@ class thread_run {
   // collective_aborted when the run is aborted first (usage_error when the abort was a
   // detected deadlock); the other kind waits for its members whatever happens, for a
   // phase every member is certain to reach.
-  void arrive_and_wait(thread_group& g, bool abortable) {
+  TYPESHARD_DEFERRED void arrive_and_wait(thread_group& g, bool abortable) {
     std::unique_lock lock(mutex_);
     if (abortable && aborted_) throw_aborted();
     const std::size_t phase = g.phase;
@@ -97,13 +98,13 @@ class thread_run {
   }
 
   // A device's function returned or threw: it will not arrive anywhere any more.
-  void finished() {
+  TYPESHARD_DEFERRED void finished() {
     std::lock_guard lock(mutex_);
     ++finished_;
     check_deadlock_locked();
   }
 
-  void abort() {
+  TYPESHARD_DEFERRED void abort() {
     std::lock_guard lock(mutex_);
     abort_locked();
   }
@@ -111,19 +112,19 @@ class thread_run {
  private:
   // Nobody left to release the blocked devices. (After an abort for another reason the
   // waiters are on their way out already.)
-  void check_deadlock_locked() {
+  TYPESHARD_DEFERRED void check_deadlock_locked() {
     if (!aborted_ && blocked_ != 0 && blocked_ + finished_ == devices.size()) {
       deadlocked_ = true;
       abort_locked();
     }
   }
 
-  void abort_locked() {
+  TYPESHARD_DEFERRED void abort_locked() {
     aborted_ = true;
     for (const std::unique_ptr<thread_group>& g : groups_) g->released.notify_all();
   }
 
-  [[noreturn]] void throw_aborted() const {
+  TYPESHARD_DEFERRED [[noreturn]] void throw_aborted() const {
     if (deadlocked_)
       throw usage_error(
           "typeshard: deadlock: every device still running waits in a collective that cannot "

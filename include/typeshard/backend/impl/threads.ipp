@@ -23,6 +23,7 @@ namespace typeshard {
 
 namespace detail {
 
+TYPESHARD_DEFERRED_DEFINITION
 TYPESHARD_RUNTIME_DECL thread_device_context& current_thread_device() {
   thread_local thread_device_context context;
   return context;
@@ -30,6 +31,7 @@ TYPESHARD_RUNTIME_DECL thread_device_context& current_thread_device() {
 
 // The reductions' unit of work: small enough to stay in L1 while inputs stream past.
 inline constexpr std::size_t thread_chunk_bytes = 8192;
+TYPESHARD_DEFERRED
 inline std::size_t thread_chunk_elements(element_type t) {
   return t.size >= thread_chunk_bytes ? 1 : thread_chunk_bytes / t.size;
 }
@@ -37,6 +39,7 @@ inline std::size_t thread_chunk_elements(element_type t) {
 
 // Copies piece `send_member` of a send layout to piece `recv_member` of a receive layout.
 // The two may cut the same elements into runs of different lengths.
+TYPESHARD_DEFERRED
 inline void copy_piece(element_type t, const unsigned char* src, const strided_pieces& sp,
                        std::size_t send_member, unsigned char* dst, const strided_pieces& rp,
                        std::size_t recv_member) {
@@ -57,6 +60,7 @@ inline void copy_piece(element_type t, const unsigned char* src, const strided_p
 
 // A device that failed on its own is reported before one that was only released from
 // a collective because of it.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD inline void rethrow_first_failure(std::span<const device_id> devices,
                                   const std::vector<std::exception_ptr>& failures) {
   std::size_t chosen = failures.size();
@@ -90,6 +94,7 @@ TYPESHARD_COLD inline void rethrow_first_failure(std::span<const device_id> devi
 
 // The cores this process may run on (its CPU affinity mask on Linux, so that `taskset -c 0`
 // or a container's CPU set counts), at least 1.
+TYPESHARD_DEFERRED
 TYPESHARD_COLD inline std::size_t cores_available() {
 #if defined(__linux__)
   cpu_set_t set;
@@ -105,12 +110,14 @@ TYPESHARD_COLD inline std::size_t cores_available() {
 
 }  // namespace detail
 
-TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count)
-    : cpu_devices(count, detail::cores_available()) {}
+template <class Unused>
+basic_cpu_devices<Unused>::basic_cpu_devices(std::size_t count)
+    : basic_cpu_devices(count, detail::cores_available()) {}
 
+template <class Unused>
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count,
-                                                std::size_t concurrent_kernels)
+basic_cpu_devices<Unused>::basic_cpu_devices(std::size_t count,
+                                             std::size_t concurrent_kernels)
     : kernel_slots_(concurrent_kernels) {
   if (concurrent_kernels == 0)
     throw usage_error(
@@ -136,8 +143,9 @@ TYPESHARD_RUNTIME_DECL cpu_devices::cpu_devices(std::size_t count,
     workers_[i]->thread = std::thread([this, i] { work(*workers_[i]); });
 }
 
+template <class Unused>
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL cpu_devices::~cpu_devices() {
+basic_cpu_devices<Unused>::~basic_cpu_devices() {
   std::lock_guard operation(run_mutex_);
   for (auto& w : workers_) {
     {
@@ -149,23 +157,26 @@ TYPESHARD_RUNTIME_DECL cpu_devices::~cpu_devices() {
   for (auto& w : workers_) w->thread.join();
 }
 
-TYPESHARD_RUNTIME_DECL backend::body_position cpu_devices::current_body() const {
+template <class Unused>
+backend::body_position basic_cpu_devices<Unused>::current_body() const {
   const detail::thread_device_context& here = detail::current_thread_device();
   if (here.run == nullptr) return {};
   return {true, here.run->devices.size(), here.index};
 }
 
+template <class Unused>
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL std::string cpu_devices::devices_summary() const {
+std::string basic_cpu_devices<Unused>::devices_summary() const {
   return detail::message({"this cpu_devices has ", workers_.size(), " devices (0 to ",
                           workers_.size() - 1, ")"});
 }
 
-TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_gather(const collective_group& g,
-                                                       element_type t, const void* send,
-                                                       void* recv, std::size_t rows,
-                                                       std::span<const std::size_t> counts,
-                                                       std::uint64_t signature) {
+template <class Unused>
+void basic_cpu_devices<Unused>::do_all_gather(const collective_group& g,
+                                              element_type t, const void* send,
+                                              void* recv, std::size_t rows,
+                                              std::span<const std::size_t> counts,
+                                              std::uint64_t signature) {
   collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // Pull: this member copies every member's pieces into its own output.
     const std::size_t total = detail::sum_of(counts);
@@ -182,12 +193,13 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_gather(const collective_group& g
   });
 }
 
-TYPESHARD_RUNTIME_DECL void cpu_devices::do_reduce_scatter(const collective_group& g,
-                                                           element_type t, reduce_op op,
-                                                           const void* send, void* recv,
-                                                           std::size_t rows,
-                                                           std::span<const std::size_t> counts,
-                                                           std::uint64_t signature) {
+template <class Unused>
+void basic_cpu_devices<Unused>::do_reduce_scatter(const collective_group& g,
+                                                  element_type t, reduce_op op,
+                                                  const void* send, void* recv,
+                                                  std::size_t rows,
+                                                  std::span<const std::size_t> counts,
+                                                  std::uint64_t signature) {
   collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // This member reduces its own piece of every row, chunk by chunk so the partial
     // result stays in cache while the members' inputs stream past it.
@@ -211,11 +223,12 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_reduce_scatter(const collective_grou
   });
 }
 
-TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_reduce(const collective_group& g,
-                                                       element_type t, reduce_op op,
-                                                       const void* send, void* recv,
-                                                       std::size_t count,
-                                                       std::uint64_t signature) {
+template <class Unused>
+void basic_cpu_devices<Unused>::do_all_reduce(const collective_group& g,
+                                              element_type t, reduce_op op,
+                                              const void* send, void* recv,
+                                              std::size_t count,
+                                              std::uint64_t signature) {
   collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // Member r reduces slice r of every input (in rank order, so every member gets the
     // same bits) into a cache-sized scratch, then writes it to every member's output.
@@ -247,12 +260,13 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_reduce(const collective_group& g
   });
 }
 
-TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_to_all(const collective_group& g,
-                                                       element_type t, const void* send,
-                                                       void* recv,
-                                                       const strided_pieces& send_pieces,
-                                                       const strided_pieces& recv_pieces,
-                                                       std::uint64_t signature) {
+template <class Unused>
+void basic_cpu_devices<Unused>::do_all_to_all(const collective_group& g,
+                                              element_type t, const void* send,
+                                              void* recv,
+                                              const strided_pieces& send_pieces,
+                                              const strided_pieces& recv_pieces,
+                                              std::uint64_t signature) {
   collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // Pull: this member (r) copies piece r of every member i's input to its piece i.
     for (std::size_t i = 0; i < g.size(); ++i)
@@ -261,12 +275,13 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_all_to_all(const collective_group& g
   });
 }
 
-TYPESHARD_RUNTIME_DECL void cpu_devices::do_permute(const collective_group& g, element_type t,
-                                                    const void* send, std::size_t send_count,
-                                                    std::size_t send_to, void* recv,
-                                                    std::size_t recv_count,
-                                                    std::size_t recv_from,
-                                                    std::uint64_t signature) {
+template <class Unused>
+void basic_cpu_devices<Unused>::do_permute(const collective_group& g, element_type t,
+                                           const void* send, std::size_t send_count,
+                                           std::size_t send_to, void* recv,
+                                           std::size_t recv_count,
+                                           std::size_t recv_from,
+                                           std::uint64_t signature) {
   collective(g, signature, send, recv, {send_to, send_count},
              [&](std::span<const detail::thread_call> calls) {
     for (std::size_t j = 0; j < g.size(); ++j)
@@ -288,7 +303,8 @@ namespace detail {
 // What the devices of one do_run share: the body, the run's rendezvous, each device's
 // failure, and how many devices are still running.
 struct thread_job {
-  thread_job(std::span<const device_id> devices, function_ref<void(std::size_t)> b)
+  TYPESHARD_DEFERRED thread_job(std::span<const device_id> devices,
+                                 function_ref<void(std::size_t)> b)
       : state(devices), body(b), failures(devices.size()), remaining(devices.size()) {}
 
   thread_run state;
@@ -301,6 +317,7 @@ struct thread_job {
 
 // Device `index` of job's run, on its thread. Never throws: a failure of the body is kept
 // for do_run to report, and releases the peers waiting for this device in a collective.
+TYPESHARD_DEFERRED
 inline void run_job(thread_job& job, std::size_t index) noexcept {
   current_thread_device() = {&job.state, index};
   try {
@@ -317,8 +334,9 @@ inline void run_job(thread_job& job, std::size_t index) noexcept {
 
 }  // namespace detail
 
-TYPESHARD_RUNTIME_DECL void cpu_devices::do_run(std::span<const device_id> devices,
-                                                detail::function_ref<void(std::size_t)> body) {
+template <class Unused>
+void basic_cpu_devices<Unused>::do_run(std::span<const device_id> devices,
+                                       detail::function_ref<void(std::size_t)> body) {
   std::lock_guard operation(run_mutex_);  // one multi-device operation at a time
 
   // Everything that may allocate (and so throw) is made before any device starts: once one
@@ -343,6 +361,7 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_run(std::span<const device_id> devic
 namespace detail {
 // The index into kernel_cores_ of the core the calling thread's kernel is pinned to, if any
 // (a device thread holds at most one slot at a time).
+TYPESHARD_DEFERRED
 inline std::size_t& pinned_kernel_core() {
   thread_local std::size_t core = static_cast<std::size_t>(-1);
   return core;
@@ -353,7 +372,8 @@ inline std::size_t& pinned_kernel_core() {
 // free), and unpinned when it gives the slot back. Unpinned, the scheduler sometimes ran two
 // GEMMs time-sliced on one core while the other idled (a woken thread queued behind a
 // running one, a cache-hot task the balancer will not move for some milliseconds).
-TYPESHARD_RUNTIME_DECL void cpu_devices::do_acquire_kernel_slot() {
+template <class Unused>
+void basic_cpu_devices<Unused>::do_acquire_kernel_slot() {
   if (kernel_slots_ >= workers_.size()) return;
   std::unique_lock lock(kernel_mutex_);
   kernel_slot_free_.wait(lock, [&] { return kernels_running_ < kernel_slots_; });
@@ -378,7 +398,8 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_acquire_kernel_slot() {
 #endif
 }
 
-TYPESHARD_RUNTIME_DECL void cpu_devices::do_release_kernel_slot() noexcept {
+template <class Unused>
+void basic_cpu_devices<Unused>::do_release_kernel_slot() noexcept {
   if (kernel_slots_ >= workers_.size()) return;
 #if defined(__linux__)
   std::size_t& pinned = detail::pinned_kernel_core();
@@ -400,7 +421,8 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::do_release_kernel_slot() noexcept {
   kernel_slot_free_.notify_one();
 }
 
-TYPESHARD_RUNTIME_DECL void cpu_devices::work(worker& w) {
+template <class Unused>
+void basic_cpu_devices<Unused>::work(worker& w) {
   for (;;) {
     detail::thread_job* job = nullptr;
     std::size_t index = 0;
@@ -415,7 +437,8 @@ TYPESHARD_RUNTIME_DECL void cpu_devices::work(worker& w) {
   }
 }
 
-TYPESHARD_RUNTIME_DECL void cpu_devices::collective(
+template <class Unused>
+void basic_cpu_devices<Unused>::collective(
     const collective_group& g, std::uint64_t signature, const void* send, void* recv,
     send_info info, detail::function_ref<void(std::span<const detail::thread_call>)> work) {
   // backend::check_group has checked that the caller is a member running in this run.
