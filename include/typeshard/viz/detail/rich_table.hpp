@@ -295,19 +295,20 @@ inline void adjust_line_length(picture_text& text, segment_line& line, long long
                                bool pad, const padded_label* pad_style = nullptr) {
   long long line_length = 0;
   for (const segment& s : line) line_length += cell_len(s.text);
-  if (line_length < length) {
-    if (pad) line.push_back({spaces(text, length - line_length), pad_style});
+  if (line_length <= length) {
+    if (pad && line_length < length)
+      line.push_back({spaces(text, length - line_length), pad_style});
     return;
   }
   long long used = 0;
-  for (std::size_t i = 0; i < line.size() && line_length != length; ++i) {
+  for (std::size_t i = 0; i < line.size(); ++i) {
     const long long n = cell_len(line[i].text);
-    if (used + n < length) {
-      used += n;
-    } else {
+    if (used + n >= length) {  // the segment that reaches `length`: cropped, the rest dropped
       line[i].text = take_cells(text, line[i].text, length - used);
       line.resize(i + 1);
+      return;
     }
+    used += n;
   }
 }
 
