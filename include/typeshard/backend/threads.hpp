@@ -83,31 +83,31 @@ class basic_cpu_devices final : public backend {
   std::string devices_summary() const override;
 
   void do_run(std::span<const device_id> devices,
-                                     detail::function_ref<void(std::size_t)> body) override;
+              detail::function_ref<void(std::size_t)> body) override;
 
   // ---- collectives (see backend.hpp for the contracts) ----------------------------------
   void do_all_gather(const collective_group& g, element_type t,
-                                            const void* send, void* recv, std::size_t rows,
-                                            std::span<const std::size_t> counts,
-                                            std::uint64_t signature) override;
+                     const void* send, void* recv, std::size_t rows,
+                     std::span<const std::size_t> counts,
+                     std::uint64_t signature) override;
   void do_reduce_scatter(const collective_group& g, element_type t,
-                                                reduce_op op, const void* send, void* recv,
-                                                std::size_t rows,
-                                                std::span<const std::size_t> counts,
-                                                std::uint64_t signature) override;
+                         reduce_op op, const void* send, void* recv,
+                         std::size_t rows,
+                         std::span<const std::size_t> counts,
+                         std::uint64_t signature) override;
   void do_all_reduce(const collective_group& g, element_type t,
-                                            reduce_op op, const void* send, void* recv,
-                                            std::size_t count, std::uint64_t signature) override;
+                     reduce_op op, const void* send, void* recv,
+                     std::size_t count, std::uint64_t signature) override;
   void do_all_to_all(const collective_group& g, element_type t,
-                                            const void* send, void* recv,
-                                            const strided_pieces& send_pieces,
-                                            const strided_pieces& recv_pieces,
-                                            std::uint64_t signature) override;
+                     const void* send, void* recv,
+                     const strided_pieces& send_pieces,
+                     const strided_pieces& recv_pieces,
+                     std::uint64_t signature) override;
   void do_permute(const collective_group& g, element_type t,
-                                         const void* send, std::size_t send_count,
-                                         std::size_t send_to, void* recv,
-                                         std::size_t recv_count, std::size_t recv_from,
-                                         std::uint64_t signature) override;
+                  const void* send, std::size_t send_count,
+                  std::size_t send_to, void* recv,
+                  std::size_t recv_count, std::size_t recv_from,
+                  std::uint64_t signature) override;
 
  private:
   // A device thread. It is handed a job (its device's part of one do_run) as a pointer to

@@ -16,9 +16,9 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
 
 #include "../../core/config.hpp"
-#endif
 
 namespace typeshard::detail {
 

@@ -1,7 +1,8 @@
 // typeshard/backend/detail/thread_run.hpp: the shared state of one multi-device operation
 // on the thread pool (cpu_devices): the rendezvous of each collective group and the
 // accounting that turns a would-be hang into an error. Internal: do not rely on anything in
-// detail/. Only the thread pool's implementation (impl/threads.ipp) includes it.
+// detail/. Only the thread pool's implementation (impl/threads.ipp) includes it; its
+// functions are TYPESHARD_DEFERRED (core/config.hpp), compiled only by a TU that makes a pool.
 #pragma once
 
 #include <algorithm>
