@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <string>
 
+#include "config.hpp"
 #include "detail/axis_name.hpp"
 #include "detail/diagnose.hpp"
 #include "mesh.hpp"
@@ -86,7 +87,7 @@ struct spec {
 
   // "PartitionSpec('x', None)" / "PartitionSpec(('x', 'y'),)", as JAX prints it. Built
   // with append, not "'" + std::string: g++ 12 -O3 warns falsely there (-Wrestrict).
-  static std::string to_string() {
+  TYPESHARD_COLD static std::string to_string() {
     std::string out = "PartitionSpec(";
     for (std::size_t i = 0; i < size; ++i) {
       if (i) out += ", ";

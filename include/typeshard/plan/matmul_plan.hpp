@@ -73,6 +73,7 @@ using matmul_step_list = step_array<Rank, max_matmul_steps>;
 // decided which reshards are even (the only way they enter), from values only; callers use
 // matmul_steps_of (below).
 template <std::size_t Rank>
+TYPESHARD_COLD
 constexpr matmul_step_list<Rank> matmul_steps_body(const matmul_choice<Rank>& c, bool even_lhs,
                                                    bool even_rhs, bool even_out) {
   using D = matmul_dims<Rank>;

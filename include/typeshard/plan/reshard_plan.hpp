@@ -112,6 +112,7 @@ constexpr bool can_join(const spec_array<Rank>& cur, const spec_array<Rank>& to,
 // The plan from (from, unreduced) to (to, keep): see the header comment for the rules.
 // Callers use plan_reshard (below), which runs this at compile time.
 template <std::size_t Rank>
+TYPESHARD_COLD
 constexpr step_list<Rank> plan_reshard_steps(const spec_array<Rank>& from,
                                              const dim_spec& unreduced,
                                              const spec_array<Rank>& to, const dim_spec& keep,

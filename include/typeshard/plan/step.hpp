@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/detail/spec_layout.hpp"
 #include "../core/layout.hpp"
 #include "../core/spec.hpp"
@@ -93,7 +94,7 @@ struct step {
 
   // A line of a reshard plan: "all_to_all over 'x': dimension 0 -> 1 (split_axis=1,
   // concat_axis=0) => PartitionSpec(None, 'x')".
-  std::string describe() const {
+  TYPESHARD_COLD std::string describe() const {
     std::string out = to_string(kind);
     switch (kind) {
       case step_kind::psum:
@@ -127,7 +128,7 @@ struct step {
 
   // The step as a call, as a matmul plan lists it: "all_gather(lhs, dim 1, over x)",
   // "psum(out, over (x, y))", "local gemm".
-  std::string call_string() const {
+  TYPESHARD_COLD std::string call_string() const {
     if (kind == step_kind::local_gemm || kind == step_kind::local_elementwise)
       return to_string(kind);
     if (kind == step_kind::local_reduce) return "local reduce(" + std::string(to_string(operand)) + ")";
@@ -190,7 +191,7 @@ constexpr std::size_t count_collectives(const std::array<step<Rank>, N>& steps) 
 // A plan's steps as calls, "; "-separated: what the describe() of an einsum, matmul,
 // reduction or softmax plan returns ("all_gather(lhs, dim 1, over x); local gemm").
 template <std::size_t Rank, std::size_t N>
-std::string describe_calls(const std::array<step<Rank>, N>& steps) {
+TYPESHARD_COLD std::string describe_calls(const std::array<step<Rank>, N>& steps) {
   std::string out;
   for (std::size_t i = 0; i < N; ++i) out += (i ? "; " : "") + steps[i].call_string();
   return out;

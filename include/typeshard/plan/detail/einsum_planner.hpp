@@ -266,6 +266,7 @@ using einsum_step_list = step_array<R, max_einsum_steps>;
 // The steps of a choice once the shapes have decided which reshards are even (the only way
 // the shapes enter): a function of values only. Callers use einsum_steps_for (below).
 template <std::size_t R>
+TYPESHARD_COLD
 constexpr einsum_step_list<R> einsum_steps_body(const einsum_choice<R>& c, bool even_lhs,
                                                 bool even_rhs, bool even_out) {
   einsum_step_list<R> out;

@@ -58,6 +58,7 @@
 #include <array>
 #include <cstddef>
 
+#include "../../core/config.hpp"
 #include "../../core/layout.hpp"
 #include "../../core/mesh.hpp"
 #include "../reshard_plan.hpp"
@@ -233,6 +234,7 @@ constexpr void add_reshard_cost(matmul_cost& cost, const spec_array<Rank>& from,
 // Appends a reshard's steps for operand `who` (a local slice is listed per dimension, each
 // step leaving the sharding with that dimension sliced).
 template <std::size_t Rank, std::size_t Capacity>
+TYPESHARD_COLD
 constexpr void append_reshard(step_array<Rank, Capacity>& out, step_operand who,
                               const spec_array<Rank>& from, const step_list<Rank>& steps) {
   spec_array<Rank> cur = from;
