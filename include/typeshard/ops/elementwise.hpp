@@ -208,22 +208,34 @@ Result zip_shards(const A& a, const B& b, F f) {
                     *a.shared_shards(), *b.shared_shards(), f));
 }
 
-// Broadcasting (broadcast_blocks_on), after checking the run-time extents.
+// Broadcasting on values: the result's extents (checked: broadcast_shape) into `global`,
+// then broadcast_blocks_on. A template of the element types, ranks and f, whatever the
+// operands' meshes and specs.
+template <class R, std::size_t Rank, class T1, std::size_t RA, class T2, std::size_t RB, class F>
+TYPESHARD_NOINLINE std::vector<buffer<R>> broadcast_on(
+    backend& b, std::span<const device_id> devices, const mesh_value& m,
+    const spec_array<Rank>& rs, const spec_array<RA>& as, const shape<RA>& ae,
+    const std::vector<buffer<T1>>& ablocks, const spec_array<RB>& bs, const shape<RB>& be,
+    const std::vector<buffer<T2>>& bblocks, F f, const char* op, shape<Rank>& global) {
+  global = broadcast_shape<Rank>(ae, as, be, bs, op);
+  return broadcast_blocks_on<R, Rank>(b, devices, m, rs, global,
+                                      padded_operand<Rank>(as, ae, ablocks),
+                                      padded_operand<Rank>(bs, be, bblocks), f);
+}
+
+// Broadcasting (broadcast_on), the operands' layouts given as values.
 template <class Result, class A, class B, class F>
 Result broadcast_shards(const A& a, const B& b, F f, const char* op) {
-  using Mesh = typename A::mesh_type;
-  using R = typename Result::value_type;
   constexpr std::size_t Rank = Result::rank;
-  const spec_array<A::rank> as = spec_array_of<typename A::spec, A::rank>();
-  const spec_array<B::rank> bs = spec_array_of<typename B::spec, B::rank>();
-  const shape<Rank> global = broadcast_shape<Rank>(a.extents(), as, b.extents(), bs, op);
   const auto& m = a.device_mesh();
-  return Result(adopt_shards, m, global,
-                broadcast_blocks_on<R, Rank>(
-                    m.get_backend(), std::span<const device_id>(m.devices()),
-                    mesh_value_of<Mesh>(), spec_array_of<typename Result::spec, Rank>(), global,
-                    padded_operand<Rank>(as, a.extents(), *a.shared_shards()),
-                    padded_operand<Rank>(bs, b.extents(), *b.shared_shards()), f));
+  shape<Rank> global{};
+  std::vector<buffer<typename Result::value_type>> blocks =
+      broadcast_on<typename Result::value_type, Rank>(
+          m.get_backend(), std::span<const device_id>(m.devices()),
+          mesh_value_of<typename A::mesh_type>(), Result::layout_type::entries,
+          A::layout_type::entries, a.extents(), *a.shared_shards(), B::layout_type::entries,
+          b.extents(), *b.shared_shards(), f, op, global);
+  return Result(adopt_shards, m, global, std::move(blocks));
 }
 
 // f on the operands (checked: check_elementwise_operands), result element R, unreduced U.
