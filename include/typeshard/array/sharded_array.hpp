@@ -208,7 +208,7 @@ class sharded_array {
   }
 
   // "NamedSharding(mesh=Mesh('x': 2, 'y': 2), spec=PartitionSpec('x', 'y'))".
-  static std::string sharding_string() {
+  TYPESHARD_COLD static std::string sharding_string() {
     return "NamedSharding(mesh=" + Mesh::to_string() + ", spec=" + spec::to_string() + ")";
   }
 
