@@ -103,7 +103,7 @@ gradient_t<P, List, I> gradient_of(const P& param, const grad_tape& tape,
       if (const CA* part = tape.leaves[I].template find<CA>()) {
         G e = embed<G>(*part);
         if (out)
-          out = retype<G>(*out + e);
+          out = add_same(*out, e);
         else
           out = std::move(e);
       }
