@@ -119,15 +119,20 @@ std::string positional_string(const ts::device_mesh<Mesh>& m) {
   }
 }
 
-// Checks that every shard of `a` is the block the notebook's layout gives its device
-// (expected_cell(device) -> (block row, block column) of a rows x cols grid of blocks, written
-// from the definition of the sharding, not from typeshard's layout code) and holds the host
-// data of that block.
-template <class Array, class Cell>
-void check_layout(const std::string& what, const Array& a, const ts::host_tensor<float, 2>& host,
-                  std::size_t rows, std::size_t cols, Cell expected_cell) {
+// A device's block (row, column) in a grid of blocks, as the notebook's sharding places it.
+using cell = std::pair<std::size_t, std::size_t>;
+using expected_cell_fn = cell (*)(ts::device_id);
+
+// Checks that every shard of an array (its addressable_shards()) is the block the notebook's
+// layout gives its device (expected_cell(device) -> (block row, block column) of a rows x
+// cols grid of blocks, written from the definition of the sharding, not from typeshard's
+// layout code) and holds the host data of that block. (Of the shards, not the array: one
+// function for every spec.)
+void check_layout(const std::string& what, const std::vector<ts::shard<float, 2>>& shards,
+                  const ts::host_tensor<float, 2>& host, std::size_t rows, std::size_t cols,
+                  expected_cell_fn expected_cell) {
   const std::size_t h = host.extent(0) / rows, w = host.extent(1) / cols;
-  for (const auto& s : a.addressable_shards()) {
+  for (const auto& s : shards) {
     const auto [r, c] = expected_cell(s.device.id);
     const ts::index_slices<2> want{ts::slice{r * h, (r + 1) * h}, ts::slice{c * w, (c + 1) * w}};
     bool ok = s.index == want && s.shape == ts::shape<2>{h, w};
@@ -141,20 +146,21 @@ void check_layout(const std::string& what, const Array& a, const ts::host_tensor
 }
 
 // jax.device_put(x, sharding) and its picture, checked against the expected grid.
-template <class Spec, class Mesh, class Cell>
+template <class Spec, class Mesh>
 auto put_and_show(const std::string& what, const ts::device_mesh<Mesh>& m,
                   const ts::host_tensor<float, 2>& x, std::size_t rows, std::size_t cols,
-                  Cell expected_cell) {
+                  expected_cell_fn expected_cell) {
   const auto y = ts::device_put<Spec>(m, x);
   std::cout << "\n" << what << "\n";
   ts::visualize(y);
-  check_layout(what, y, x, rows, cols, expected_cell);
+  check_layout(what, y.addressable_shards(), x, rows, cols, expected_cell);
   return y;
 }
 
 // reshape(r, c) of the positional device list: device d at block (d / c, d % c).
-auto reshaped(std::size_t c) {
-  return [c](ts::device_id d) { return std::pair<std::size_t, std::size_t>{d / c, d % c}; };
+template <std::size_t C>
+cell reshaped(ts::device_id d) {
+  return {d / C, d % C};
 }
 
 bool same_values(const ts::host_tensor<float, 2>& got, const ts::host_tensor<float, 2>& want,
@@ -234,9 +240,12 @@ double serial_step(std::vector<host_layer>& params, const host_matrix& inputs,
 // sum((p - t)^2) over the whole array, in double: local sums, then (the output spec names the
 // result replicated) a psum over every axis the arrays are sharded over. Returns the
 // replicated [1] array.
+// (The element functions are objects at namespace scope, not lambdas in the templates: a
+// lambda's type would differ per array type, and so would the loops it instantiates.)
+inline constexpr auto square_in_double = [](float e) { return double(e) * double(e); };
 template <class P, class T>
 auto sum_of_squared_errors(const P& p, const T& t) {
-  const auto squares = ts::map(p - t, [](float e) { return double(e) * double(e); });
+  const auto squares = ts::map(p - t, square_in_double);
   return ts::sum<ts::spec<ts::none>>(squares);
 }
 
@@ -253,6 +262,9 @@ template <class WSpec, class Mesh>
 auto put_layer(const ts::device_mesh<Mesh>& m, const host_layer& h) {
   return layer{ts::device_put<WSpec>(m, h.w), ts::device_put<ts::spec<WSpec::dim(1)>>(m, h.b)};
 }
+
+// g where the layer's output v was positive, else 0: the gradient through relu.
+inline constexpr auto relu_derivative = [](float g, float v) { return v > 0.0f ? g : 0.0f; };
 
 // doc-snippet: backprop
 // Layer I of the MLP, forward and backward: computes z = in @ W + b, hands relu(z) to layer
@@ -282,7 +294,7 @@ auto backprop(const Params& params, const In& in, const Targets& targets, Params
       return (z - targets) * (2.0f / batch);  // d loss / d prediction
     } else {
       const auto da = backprop<I + 1>(params, ts::relu(z), targets, next, step_size, loss, explain);
-      return ts::zip(da, z, [](float g, float v) { return v > 0.0f ? g : 0.0f; });  // relu'
+      return ts::zip(da, z, relu_derivative);  // relu'
     }
   }();
   using dz_t = std::remove_cvref_t<decltype(dz)>;
@@ -464,7 +476,7 @@ int main(int argc, char** argv) {
   ts::visualize(x_single);
 
   const auto y0 = put_and_show<pos_4x2>("y = jax.device_put(x, sharding.reshape(4, 2))", pmesh, x,
-                                        4, 2, reshaped(2));
+                                        4, 2, reshaped<2>);
   {
     const auto z = ts::sin(y0);  // the sharding is preserved
     static_assert(std::is_same_v<decltype(z)::spec, decltype(y0)::spec>);
@@ -483,19 +495,19 @@ int main(int argc, char** argv) {
   std::cout << "\nsharding = PositionalSharding(devices)\n"
             << positional_string<pos_8>(pmesh) << "\n";
   put_and_show<pos_8x1>("x = jax.device_put(x, sharding.reshape(8, 1))", pmesh, x, 8, 1,
-                        reshaped(1));
+                        reshaped<1>);
   std::cout << "\nsharding.reshape(8, 1)\n" << positional_string<pos_8x1>(pmesh) << "\n";
   std::cout << "\nsharding.reshape(4, 2)\n" << positional_string<pos_4x2>(pmesh) << "\n";
   put_and_show<pos_4x2>("y = jax.device_put(x, sharding.reshape(4, 2))", pmesh, x, 4, 2,
-                        reshaped(2));
+                        reshaped<2>);
   std::cout << "\nsharding.reshape(1, 8)\n" << positional_string<pos_1x8>(pmesh) << "\n";
   put_and_show<pos_1x8>("y = jax.device_put(x, sharding.reshape(1, 8))", pmesh, x, 1, 8,
-                        reshaped(8));
+                        reshaped<8>);
   std::cout << "\nsharding.reshape(4, 2).replicate(axis=0, keepdims=True)\n"
             << positional_string<pos_4x2_rep0>(pmesh) << "\n";
   put_and_show<pos_4x2_rep0>("y = jax.device_put(x, sharding.replicate(axis=0, keepdims=True))",
                              pmesh, x, 1, 2, [](ts::device_id d) {
-                               return std::pair<std::size_t, std::size_t>{0, d % 2};
+                               return cell{0, d % 2};
                              });
   {
     // replicate(0) and replicate(1) of the (4, 2) sharding: the shapes of their device grids.
@@ -509,7 +521,7 @@ int main(int argc, char** argv) {
   }
   put_and_show<pos_4x2_rep1>("y = jax.device_put(x, sharding.replicate(1))", pmesh, x, 4, 1,
                              [](ts::device_id d) {
-                               return std::pair<std::size_t, std::size_t>{d / 2, 0};
+                               return cell{d / 2, 0};
                              });
 
   // ---- 2 ---------------------------------------------------------------------------------
@@ -520,8 +532,7 @@ int main(int argc, char** argv) {
     const ts::device_mesh<mesh_4x2> mesh{
         devices};  // maps.Mesh(create_device_mesh((4, 2)), ('a', 'b'))
     // doc-snippet-end
-    using cell =
-        std::pair<std::size_t, std::size_t>;  // device d has coordinates a = d / 2, b = d % 2
+    // device d has coordinates a = d / 2, b = d % 2
     put_and_show<ts::spec<"a", "b">>("P('a', 'b')", mesh, x, 4, 2, [](ts::device_id d) {
       return cell{d / 2, d % 2};
     });

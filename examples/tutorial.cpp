@@ -76,6 +76,16 @@ struct trace {
   std::vector<ts::host_tensor<T, 1>> after = std::vector<ts::host_tensor<T, 1>>(mesh1d::size);
 };
 
+// Splits `all`, the devices' blocks concatenated along P('i'), into one block per device.
+// (A function of the element type only, not of the collective traced below.)
+template <class T>
+void record_blocks(const ts::host_tensor<T, 1>& all, std::vector<ts::host_tensor<T, 1>>& blocks) {
+  const std::size_t n = all.size() / mesh1d::size;
+  for (std::size_t p = 0; p < mesh1d::size; ++p)
+    blocks[p] = ts::host_tensor<T, 1>(
+        {n}, std::vector<T>(all.data() + p * n, all.data() + (p + 1) * n));
+}
+
 // Runs `op` on each device's block of x under shard_map<mesh1d, P('i'), OutSpec>, recording
 // the blocks: the shard_map also returns each device's input and output block, concatenated
 // along P('i'), so that every process sees every device's (under MPI a device's block lives
@@ -89,14 +99,8 @@ ts::host_tensor<T, 1> traced(const ts::device_mesh<mesh1d>& m, const ts::host_te
     return std::tuple{y_block, y_block, x_block};
   });
   const auto [y, after, before] = f(ts::device_put<P_i>(m, x));
-  const ts::host_tensor<T, 1> all_after = ts::to_host(after), all_before = ts::to_host(before);
-  const std::size_t n_after = all_after.size() / mesh1d::size, n_before = all_before.size() / mesh1d::size;
-  for (std::size_t p = 0; p < mesh1d::size; ++p) {
-    t.before[p] = ts::host_tensor<T, 1>({n_before}, std::vector<T>(all_before.data() + p * n_before,
-                                                                    all_before.data() + (p + 1) * n_before));
-    t.after[p] = ts::host_tensor<T, 1>({n_after}, std::vector<T>(all_after.data() + p * n_after,
-                                                                  all_after.data() + (p + 1) * n_after));
-  }
+  record_blocks(ts::to_host(before), t.before);
+  record_blocks(ts::to_host(after), t.after);
   return ts::to_host(y);
 }
 

@@ -3,8 +3,8 @@
 // that uses it: the backend interface's checks, the thread pool, the shard allocator, the
 // per-shard GEMMs, the drawing of ts::visualize, and the templates of the element type and
 // rank only (block copies, the local einsum, the run-time planners, the executor and the
-// einsum, matmul, reshard and reduce runs, which take the mesh as a value) for float and
-// double, ranks 1 to 4.
+// einsum, matmul, reshard and reduce runs, which take the mesh as a value; the element-wise
+// loops of the operations' own functors) for float and double, ranks 1 to 4.
 // See include/typeshard/core/config.hpp.
 //
 // Built by hand: g++ -std=c++20 -O2 -DTYPESHARD_SEPARATE_COMPILATION -Iinclude -c
@@ -23,6 +23,7 @@
 #include <typeshard/ops/detail/einsum_kernel.hpp>
 #include <typeshard/ops/detail/executor.hpp>
 #include <typeshard/ops/einsum.hpp>
+#include <typeshard/ops/elementwise.hpp>
 #include <typeshard/ops/matmul.hpp>
 #include <typeshard/ops/reduce.hpp>
 #include <typeshard/plan/detail/einsum_planner.hpp>
@@ -69,10 +70,13 @@ TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_PLAN_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_EINSUM_INSTANCE, template)
 TYPESHARD_FOR_RUN_MATMUL_INSTANCES(TYPESHARD_RUN_MATMUL_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_REDUCE_INSTANCE, template)
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_REDUCE_BLOCKS_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_LAYOUT_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_PLAN_RESHARD_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_STEPS_INSTANCE, template)
 TYPESHARD_MATMUL_STEPS_INSTANCE(template, 2)
 TYPESHARD_MATMUL_STEPS_INSTANCE(template, 3)
 TYPESHARD_MATMUL_STEPS_INSTANCE(template, 4)
+TYPESHARD_ELEMENTWISE_INSTANCES(template, float)
+TYPESHARD_ELEMENTWISE_INSTANCES(template, double)
 }  // namespace typeshard::detail

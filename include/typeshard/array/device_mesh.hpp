@@ -77,6 +77,22 @@ TYPESHARD_COLD inline std::string devices_string(const std::string& mesh,
 }
 
 // What the operations that need both operands on one device mesh tell the user to do.
+// A device mesh's device list, made once per mesh: on values (the mesh's size and its
+// printed name, built only when a check needs it), so one copy serves every mesh type.
+TYPESHARD_COLD inline std::shared_ptr<const std::vector<device_id>> first_devices(
+    backend& b, std::size_t size, std::string (*mesh)()) {
+  b.check_default_mesh(size, mesh());
+  if (b.device_count() < size) throw_too_few_devices(mesh(), size, b.device_count());
+  std::vector<device_id> ids(size);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = i;
+  return std::make_shared<const std::vector<device_id>>(std::move(ids));
+}
+TYPESHARD_COLD inline std::shared_ptr<const std::vector<device_id>> listed_devices(
+    backend& b, std::vector<device_id> devices, std::size_t size, std::string (*mesh)()) {
+  check_device_list(b, devices, size, mesh());
+  return std::make_shared<const std::vector<device_id>>(std::move(devices));
+}
+
 inline constexpr const char* move_to_other_devices_fix =
     "fix: move one onto the other's devices with ts::device_put(x, other.device_mesh()) (or "
     "ts::reshard<Spec>(x, mesh))";
@@ -89,20 +105,13 @@ class device_mesh {
   using mesh_type = Mesh;
 
   // The first Mesh::size devices of the backend, in order.
-  explicit device_mesh(backend& b) : backend_(&b) {
-    b.check_default_mesh(Mesh::size, Mesh::to_string());
-    if (b.device_count() < Mesh::size)
-      detail::throw_too_few_devices(Mesh::to_string(), Mesh::size, b.device_count());
-    std::vector<device_id> ids(Mesh::size);
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = i;
-    devices_ = std::make_shared<const std::vector<device_id>>(std::move(ids));
-  }
+  explicit device_mesh(backend& b)
+      : backend_(&b), devices_(detail::first_devices(b, Mesh::size, &Mesh::to_string)) {}
 
   // An explicit device list, in mesh row-major order: subsets, strides, custom orders.
-  device_mesh(backend& b, std::vector<device_id> devices) : backend_(&b) {
-    detail::check_device_list(b, devices, Mesh::size, Mesh::to_string());
-    devices_ = std::make_shared<const std::vector<device_id>>(std::move(devices));
-  }
+  device_mesh(backend& b, std::vector<device_id> devices)
+      : backend_(&b),
+        devices_(detail::listed_devices(b, std::move(devices), Mesh::size, &Mesh::to_string)) {}
   device_mesh(backend& b, std::initializer_list<device_id> devices)
       : device_mesh(b, std::vector<device_id>(devices)) {}
 

@@ -31,6 +31,7 @@
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
 #include "host_tensor.hpp"
+#include "../core/detail/spec_layout.hpp"
 #include "../core/layout.hpp"
 #include "../core/mesh.hpp"
 #include "../core/spec.hpp"
@@ -208,8 +209,10 @@ class sharded_array {
   }
 
   // "NamedSharding(mesh=Mesh('x': 2, 'y': 2), spec=PartitionSpec('x', 'y'))".
-  static std::string sharding_string() {
-    return "NamedSharding(mesh=" + Mesh::to_string() + ", spec=" + spec::to_string() + ")";
+  TYPESHARD_COLD static std::string sharding_string() {
+    // The spec printed from its value (one spec_string per rank, not a to_string per spec).
+    return "NamedSharding(mesh=" + Mesh::to_string() + ", spec=" +
+           detail::spec_string(layout_type::entries) + ")";
   }
 
   // Throws shape_error if a static extent disagrees with `extents`.

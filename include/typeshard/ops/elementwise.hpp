@@ -80,22 +80,36 @@ TYPESHARD_NOINLINE std::vector<buffer<R>> zip_blocks_on(backend& b,
   return out;
 }
 
-// One operand of a broadcast, as values: its spec, global extents and blocks.
+// One operand of a broadcast, as values padded to the result's rank (a missing leading
+// dimension: extent 1 and unsharded, which view_of stretches), so that the loop below is a
+// template of the result's rank only, whatever the operands' ranks.
 template <class T, std::size_t Rank>
 struct broadcast_operand {
-  const spec_array<Rank>& spec;
-  const shape<Rank>& global;
+  spec_array<Rank> spec;
+  shape<Rank> global;
   const std::vector<buffer<T>>& blocks;
 };
+
+template <std::size_t Rank, class T, std::size_t R>
+broadcast_operand<T, Rank> padded_operand(const spec_array<R>& s, const shape<R>& global,
+                                          const std::vector<buffer<T>>& blocks) {
+  broadcast_operand<T, Rank> out{{}, {}, blocks};
+  for (std::size_t d = 0; d < Rank; ++d) out.global[d] = 1;
+  for (std::size_t d = 0; d < R; ++d) {
+    out.spec[Rank - R + d] = s[d];
+    out.global[Rank - R + d] = global[d];
+  }
+  return out;
+}
 
 // Broadcasting: each device computes its block (spec rs, global extents `global`) of the
 // result, reading each operand's elements where its own block holds them
 // (detail/broadcast.hpp).
-template <class R, std::size_t Rank, class T1, std::size_t RA, class T2, std::size_t RB, class F>
+template <class R, std::size_t Rank, class T1, class T2, class F>
 TYPESHARD_NOINLINE std::vector<buffer<R>> broadcast_blocks_on(
     backend& b, std::span<const device_id> devices, const mesh_value& m,
-    const spec_array<Rank>& rs, const shape<Rank>& global, const broadcast_operand<T1, RA>& x,
-    const broadcast_operand<T2, RB>& y, F f) {
+    const spec_array<Rank>& rs, const shape<Rank>& global, const broadcast_operand<T1, Rank>& x,
+    const broadcast_operand<T2, Rank>& y, F f) {
   std::vector<buffer<R>> out(m.size);
   b.run(devices, [&](std::size_t p) {
     const index_slices<Rank> ix = index_of(m, rs, global, p);
@@ -109,6 +123,65 @@ TYPESHARD_NOINLINE std::vector<buffer<R>> broadcast_blocks_on(
   });
   return out;
 }
+
+// relu's derivative applied to a cotangent g at x: g where x > 0, else 0 (the backward of
+// ts::relu on a traced value; a functor, not a lambda, so its loops are one instantiation
+// for every array type, compiled once in typeshard::runtime).
+struct relu_backward_t {
+  template <class G, class X>
+  G operator()(G g, X x) const {
+    return x > X{} ? g : G{};
+  }
+};
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+// The loops of the operations' own functors (kernels/functors.hpp), for float and double:
+// compiled once in typeshard::runtime. A user's function (ts::map, ts::zip) is compiled where
+// it is used.
+#define TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, ...)                                          \
+  prefix std::vector<buffer<T>> map_blocks_on<T, T, __VA_ARGS__>(                              \
+      backend&, std::span<const device_id>, const std::vector<buffer<T>>&, __VA_ARGS__);
+#define TYPESHARD_ZIP_BLOCKS_INSTANCE(prefix, T, ...)                                          \
+  prefix std::vector<buffer<T>> zip_blocks_on<T, T, T, __VA_ARGS__>(                           \
+      backend&, std::span<const device_id>, const std::vector<buffer<T>>&,                     \
+      const std::vector<buffer<T>>&, __VA_ARGS__);
+#define TYPESHARD_BROADCAST_BLOCKS_INSTANCE(prefix, T, R, ...)                                 \
+  prefix std::vector<buffer<T>> broadcast_blocks_on<T, R, T, T, __VA_ARGS__>(                  \
+      backend&, std::span<const device_id>, const mesh_value&, const spec_array<R>&,           \
+      const shape<R>&, const broadcast_operand<T, R>&, const broadcast_operand<T, R>&,         \
+      __VA_ARGS__);
+#define TYPESHARD_BROADCAST_BLOCKS_RANKS(prefix, T, ...)                                       \
+  TYPESHARD_BROADCAST_BLOCKS_INSTANCE(prefix, T, 1, __VA_ARGS__)                               \
+  TYPESHARD_BROADCAST_BLOCKS_INSTANCE(prefix, T, 2, __VA_ARGS__)                               \
+  TYPESHARD_BROADCAST_BLOCKS_INSTANCE(prefix, T, 3, __VA_ARGS__)                               \
+  TYPESHARD_BROADCAST_BLOCKS_INSTANCE(prefix, T, 4, __VA_ARGS__)
+#define TYPESHARD_BINARY_ELEMENTWISE_INSTANCES(prefix, T, ...)                                 \
+  TYPESHARD_ZIP_BLOCKS_INSTANCE(prefix, T, __VA_ARGS__)                                        \
+  TYPESHARD_BROADCAST_BLOCKS_RANKS(prefix, T, __VA_ARGS__)
+#define TYPESHARD_ELEMENTWISE_INSTANCES(prefix, T)                                             \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::negate_t)                                       \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::abs_t)                                          \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::relu_t)                                         \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::sin_t)                                          \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::cos_t)                                          \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::exp_t)                                          \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::log_t)                                          \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::tanh_t)                                         \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::sqrt_t)                                         \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::with_scalar<fn::plus_t, T>)                     \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::with_scalar<fn::minus_t, T>)                    \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::with_scalar<fn::multiplies_t, T>)               \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, fn::with_scalar<fn::divides_t, T>)                  \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, scalar_first<fn::minus_t, T>)                       \
+  TYPESHARD_MAP_BLOCKS_INSTANCE(prefix, T, scalar_first<fn::divides_t, T>)                     \
+  TYPESHARD_BINARY_ELEMENTWISE_INSTANCES(prefix, T, fn::plus_t)                                \
+  TYPESHARD_BINARY_ELEMENTWISE_INSTANCES(prefix, T, fn::minus_t)                               \
+  TYPESHARD_BINARY_ELEMENTWISE_INSTANCES(prefix, T, fn::multiplies_t)                          \
+  TYPESHARD_BINARY_ELEMENTWISE_INSTANCES(prefix, T, fn::divides_t)                             \
+  TYPESHARD_BINARY_ELEMENTWISE_INSTANCES(prefix, T, fn::maximum_t)                             \
+  TYPESHARD_BINARY_ELEMENTWISE_INSTANCES(prefix, T, fn::minimum_t)                             \
+  TYPESHARD_BINARY_ELEMENTWISE_INSTANCES(prefix, T, relu_backward_t)
+#endif
 
 // Applies f to every element of every shard of `a` (on its device) and returns the
 // resulting array, with result element type R and unreduced axes U.
@@ -135,26 +208,34 @@ Result zip_shards(const A& a, const B& b, F f) {
                     *a.shared_shards(), *b.shared_shards(), f));
 }
 
-// Broadcasting (broadcast_blocks_on), after checking the run-time extents.
+// Broadcasting on values: the result's extents (checked: broadcast_shape) into `global`,
+// then broadcast_blocks_on. A template of the element types, ranks and f, whatever the
+// operands' meshes and specs.
+template <class R, std::size_t Rank, class T1, std::size_t RA, class T2, std::size_t RB, class F>
+TYPESHARD_NOINLINE std::vector<buffer<R>> broadcast_on(
+    backend& b, std::span<const device_id> devices, const mesh_value& m,
+    const spec_array<Rank>& rs, const spec_array<RA>& as, const shape<RA>& ae,
+    const std::vector<buffer<T1>>& ablocks, const spec_array<RB>& bs, const shape<RB>& be,
+    const std::vector<buffer<T2>>& bblocks, F f, const char* op, shape<Rank>& global) {
+  global = broadcast_shape<Rank>(ae, as, be, bs, op);
+  return broadcast_blocks_on<R, Rank>(b, devices, m, rs, global,
+                                      padded_operand<Rank>(as, ae, ablocks),
+                                      padded_operand<Rank>(bs, be, bblocks), f);
+}
+
+// Broadcasting (broadcast_on), the operands' layouts given as values.
 template <class Result, class A, class B, class F>
 Result broadcast_shards(const A& a, const B& b, F f, const char* op) {
-  using Mesh = typename A::mesh_type;
-  using R = typename Result::value_type;
   constexpr std::size_t Rank = Result::rank;
-  const spec_array<A::rank> as = spec_array_of<typename A::spec, A::rank>();
-  const spec_array<B::rank> bs = spec_array_of<typename B::spec, B::rank>();
-  const shape<Rank> global = broadcast_shape<Rank>(a.extents(), as, b.extents(), bs, op);
-  const spec_array<Rank> rs = spec_array_of<typename Result::spec, Rank>();
   const auto& m = a.device_mesh();
-  return Result(adopt_shards, m, global,
-                broadcast_blocks_on<R, Rank>(
-                    m.get_backend(), std::span<const device_id>(m.devices()),
-                    mesh_value_of<Mesh>(), rs, global,
-                    broadcast_operand<typename A::value_type, A::rank>{as, a.extents(),
-                                                                       *a.shared_shards()},
-                    broadcast_operand<typename B::value_type, B::rank>{bs, b.extents(),
-                                                                       *b.shared_shards()},
-                    f));
+  shape<Rank> global{};
+  std::vector<buffer<typename Result::value_type>> blocks =
+      broadcast_on<typename Result::value_type, Rank>(
+          m.get_backend(), std::span<const device_id>(m.devices()),
+          mesh_value_of<typename A::mesh_type>(), Result::layout_type::entries,
+          A::layout_type::entries, a.extents(), *a.shared_shards(), B::layout_type::entries,
+          b.extents(), *b.shared_shards(), f, op, global);
+  return Result(adopt_shards, m, global, std::move(blocks));
 }
 
 // f on the operands (checked: check_elementwise_operands), result element R, unreduced U.
@@ -334,6 +415,11 @@ struct scalar_first {
     return F{}(s, v);
   }
 };
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+TYPESHARD_ELEMENTWISE_INSTANCES(extern template, float)
+TYPESHARD_ELEMENTWISE_INSTANCES(extern template, double)
+#endif
 
 template <class A, class F>
 auto map_nonlinear(const A& a, F f) {

@@ -81,10 +81,10 @@ constexpr bool is_float_array() {
 }
 
 // One argument of the differentiated call: a leaf for an argnum, else the argument itself.
-template <std::size_t I, std::size_t... Argnums, class Arg>
+template <bool Plans, std::size_t I, std::size_t... Argnums, class Arg>
 decltype(auto) wrap_argument(const Arg& arg, const std::shared_ptr<grad_tape>& tape) {
   if constexpr (is_argnum<I, Argnums...>)
-    return traced<Arg, grad_contributions<>, static_cast<int>(I)>(arg, tape, nullptr);
+    return traced<Arg, grad_contributions<>, static_cast<int>(I), Plans>(arg, tape, nullptr);
   else
     return (arg);
 }
@@ -103,7 +103,7 @@ gradient_t<P, List, I> gradient_of(const P& param, const grad_tape& tape,
       if (const CA* part = tape.leaves[I].template find<CA>()) {
         G e = embed<G>(*part);
         if (out)
-          out = retype<G>(*out + e);
+          out = add_same(*out, e);
         else
           out = std::move(e);
       }
@@ -170,7 +170,7 @@ class grad_function {
   auto run(std::index_sequence<I...>, const Args&... args) const {
     auto tape = std::make_shared<grad_tape>();
     tape->leaves.resize(max_argnum<Argnums...>() + 1);
-    auto out = std::invoke(f_, wrap_argument<I, Argnums...>(args, tape)...);
+    auto out = std::invoke(f_, wrap_argument<Mode == grad_mode::plans, I, Argnums...>(args, tape)...);
     using Out = decltype(out);
     if constexpr (!traced_type<Out>) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);

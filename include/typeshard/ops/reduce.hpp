@@ -155,33 +155,55 @@ std::vector<buffer<T>> run_reduce_on(backend& b, std::span<const device_id> devi
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_REDUCE_INSTANCE, extern template)
 #endif
 
+// What a reduce plan's run needs from its type, as values: the kept extents (the reduced
+// dimensions at extent 1), the plan's steps for their evenness, and the run itself
+// (run_reduce_on). One instantiation per element type and rank, whatever the plan.
+template <class T, std::size_t Rank>
+TYPESHARD_NOINLINE std::vector<buffer<T>> reduce_blocks_on(
+    backend& b, std::span<const device_id> devices, const mesh_value& mv, reduction op,
+    const std::array<bool, Rank>& reduced, const std::vector<buffer<T>>& in,
+    const spec_array<Rank>& in_spec, const shape<Rank>& global, const spec_array<Rank>& local,
+    const spec_array<Rank>& target, std::span<const step<Rank>> even_steps,
+    std::span<const step<Rank>> uneven_steps, shape<Rank>& kept_global) {
+  kept_global = global;
+  double count = 1;
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (reduced[d]) {
+      kept_global[d] = 1;
+      count *= static_cast<double>(global[d]);
+    }
+  const bool even = is_even(mv, local, kept_global) && is_even(mv, target, kept_global);
+  const std::span<const step<Rank>> steps = even ? even_steps : uneven_steps;
+  std::vector<std::span<const T>> blocks(mv.size);
+  for (std::size_t p = 0; p < mv.size; ++p) blocks[p] = in[p].span();
+  // steps[0] is the local_reduce step; the executor runs the rest.
+  return run_reduce_on<T, Rank>(b, devices, mv, op, reduced, blocks, in_spec, global, local,
+                                kept_global, count, steps.subspan(1));
+}
+
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+#define TYPESHARD_REDUCE_BLOCKS_INSTANCE(prefix, T, R)                                         \
+  prefix std::vector<buffer<T>> reduce_blocks_on<T, R>(                                        \
+      backend&, std::span<const device_id>, const mesh_value&, reduction,                      \
+      const std::array<bool, R>&, const std::vector<buffer<T>>&, const spec_array<R>&,          \
+      const shape<R>&, const spec_array<R>&, const spec_array<R>&, std::span<const step<R>>,   \
+      std::span<const step<R>>, shape<R>&);
+TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_REDUCE_BLOCKS_INSTANCE, extern template)
+#endif
+
 // Runs a reduce plan on `a`: one multi-device run in which each device reduces its block and
 // then walks the plan's remaining steps (collectives, slices) in the one executor.
 template <class Plan, class T, class Mesh, class S, class E, class U>
 auto run_reduce(const sharded_array<T, Mesh, S, E, U>& a) {
   constexpr std::size_t Rank = E::rank;
-  const shape<Rank> global = a.extents();
-  shape<Rank> kept_global = global;
-  double count = 1;
-  for (std::size_t d = 0; d < Rank; ++d)
-    if (Plan::reduced[d]) {
-      kept_global[d] = 1;
-      count *= static_cast<double>(global[d]);
-    }
-  const spec_array<Rank> local = spec_array_of<typename Plan::local_spec, Rank>();
-  const spec_array<Rank> target = spec_array_of<typename Plan::keep_spec, Rank>();
-  const bool even = is_even<Mesh>(local, kept_global) && is_even<Mesh>(target, kept_global);
-  const std::span<const step<Rank>> steps =
-      even ? std::span<const step<Rank>>(Plan::even_steps)
-           : std::span<const step<Rank>>(Plan::uneven_steps);
-  std::vector<std::span<const T>> blocks(Mesh::size);
-  for (std::size_t p = 0; p < Mesh::size; ++p) blocks[p] = a.local_data(p);
-  // steps[0] is the local_reduce step; the executor runs the rest.
-  std::vector<buffer<T>> out = run_reduce_on<T, Rank>(
+  shape<Rank> kept_global{};
+  std::vector<buffer<T>> out = reduce_blocks_on<T, Rank>(
       a.device_mesh().get_backend(), std::span<const device_id>(a.device_mesh().devices()),
-      mesh_value_of<Mesh>(), Plan::op, Plan::reduced, blocks,
-      sharded_array<T, Mesh, S, E, U>::layout_type::entries, global, local, kept_global, count,
-      steps.subspan(1));
+      mesh_value_of<Mesh>(), Plan::op, Plan::reduced, *a.shared_shards(),
+      sharded_array<T, Mesh, S, E, U>::layout_type::entries, a.extents(),
+      spec_array_of<typename Plan::local_spec, Rank>(),
+      spec_array_of<typename Plan::keep_spec, Rank>(), Plan::even_steps, Plan::uneven_steps,
+      kept_global);
 
   // The result at the input's rank, then (no copy) at the output's rank.
   constexpr std::size_t OutRank = Plan::out_rank;
@@ -189,8 +211,7 @@ auto run_reduce(const sharded_array<T, Mesh, S, E, U>& a) {
   for (std::size_t j = 0; j < OutRank; ++j) out_shape[j] = kept_global[Plan::kept.dims[j]];
   using result = sharded_array<T, Mesh, typename Plan::out_spec, typename Plan::out_extents,
                                typename Plan::out_unreduced>;
-  return result(adopt_shards, a.device_mesh(), out_shape,
-                std::make_shared<const std::vector<buffer<T>>>(std::move(out)));
+  return result(adopt_shards, a.device_mesh(), out_shape, std::move(out));
 }
 
 template <reduction Op, class OutSpec, bool KeepDims, int... Dims, class A>

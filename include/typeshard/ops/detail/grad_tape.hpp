@@ -130,6 +130,22 @@ auto to_contribution(const Raw& raw) {
   return retype<contribution_t<P, U>>(reshard_keeping<typename P::spec, U>(raw));
 }
 
+// a + b for two arrays of one type (two cotangents of one value, two contributions to one
+// parameter: the same mesh, layout and extents): the blocks added by the element-wise loop,
+// without the typed operator+ (its checks and broadcasting) for every type on the tape.
+template <class C>
+C add_same(const C& a, const C& b) {
+  using T = typename C::value_type;
+  if (a.extents() != b.extents())
+    throw usage_error("typeshard: internal (a typeshard bug): the gradient tape adds arrays of "
+                      "one type but different extents");
+  const auto& m = a.device_mesh();
+  return C(adopt_shards, m, a.extents(),
+           zip_blocks_on<T, T, T, fn::plus_t>(m.get_backend(),
+                                              std::span<const device_id>(m.devices()),
+                                              *a.shared_shards(), *b.shared_shards(), fn::plus));
+}
+
 // ---- the tape ------------------------------------------------------------------------------
 
 struct grad_node {
@@ -145,7 +161,7 @@ struct value_node final : grad_node {
 
   void add(const Cot& c) {
     if (grad)
-      grad = retype<Cot>(*grad + c);
+      grad = add_same(*grad, c);
     else
       grad = c;
   }
@@ -169,7 +185,7 @@ struct leaf_store {
     for (auto& [key, part] : parts)
       if (key == &type_key<C>) {
         C& sum = *static_cast<C*>(part.get());
-        sum = retype<C>(sum + c);
+        sum = add_same(sum, c);
         return;
       }
     parts.emplace_back(&type_key<C>, std::make_shared<C>(c));

@@ -32,8 +32,13 @@ auto einsum_transpose(const G& g, const Other& other) {
     return typeshard::einsum<T, typename Operand::spec>(g, other);
 }
 
+// The description of an einsum's backward for ts::backward_plans (record's describer).
 template <einsum_subscripts S, class OutSpec, class A, class B>
-std::string describe_einsum() {
+struct describe_einsum {
+  static std::string text();
+};
+template <einsum_subscripts S, class OutSpec, class A, class B>
+std::string describe_einsum<S, OutSpec, A, B>::text() {
   using AV = value_t<A>;
   using BV = value_t<B>;
   using G = cotangent_t<decltype(typeshard::einsum<S, OutSpec>(std::declval<const AV&>(),
@@ -73,8 +78,8 @@ auto einsum(const A& a, const B& b) {
   constexpr bool rhs_ok = !traced_type<B> || detail::einsum_check_differentiable<Subscripts, false>();
   if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> || !lhs_ok || !rhs_ok) {
     // A diagnostic fired (here, or in the forward einsum): a value of a well-formed type.
-    return traced<forward>(typeshard::einsum<Subscripts, OutSpec>(av, bv),
-                           detail::tape_of(a, b), nullptr);
+    return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
+        typeshard::einsum<Subscripts, OutSpec>(av, bv), detail::tape_of(a, b), nullptr);
   } else {
     return detail::record(
         typeshard::einsum<Subscripts, OutSpec>(av, bv), a, b,
@@ -84,7 +89,7 @@ auto einsum(const A& a, const B& b) {
         [av](const auto& g) {
           return detail::einsum_transpose<einsum_rhs_transpose<Subscripts>, BV>(g, av);
         },
-        &detail::describe_einsum<Subscripts, OutSpec, A, B>);
+        detail::describe_einsum<Subscripts, OutSpec, A, B>{});
   }
 }
 

@@ -146,10 +146,9 @@ auto tanh(const X& x) {
 }
 template <traced_type X>
 auto relu(const X& x) {
-  using T = detail::scalar_t<X>;
   return detail::record(typeshard::relu(x.value()), x,
                         [xv = x.value()](const auto& g) {
-                          return typeshard::zip(g, xv, [](T gg, T v) { return v > 0 ? gg : T(0); });
+                          return typeshard::zip(g, xv, detail::relu_backward_t{});
                         },
                         &detail::describe_elementwise);
 }

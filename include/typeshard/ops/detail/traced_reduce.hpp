@@ -107,8 +107,13 @@ auto row_sum(const V& v) {
   auto s = typeshard::sum<Dim>(v, keep_dims);
   return typeshard::reshard<typename decltype(s)::spec>(s);
 }
+// Descriptions for ts::backward_plans (record's describers).
 template <class X, int Dim>
-std::string describe_softmax() {
+struct describe_softmax {
+  static std::string text();
+};
+template <class X, int Dim>
+std::string describe_softmax<X, Dim>::text() {
   using V = cotangent_t<typename X::array_type>;
   using S = decltype(typeshard::sum<Dim>(std::declval<const V&>(), keep_dims));
   return "softmax backward: y * (g - rowsum(g * y)), the row sum: " +
@@ -121,21 +126,25 @@ auto softmax(const X& x) {
   auto y = typeshard::softmax<Dim>(x.value());
   return detail::record(y, x,
                         [y](const auto& g) { return y * (g - detail::row_sum<Dim>(g * y)); },
-                        &detail::describe_softmax<X, Dim>);
+                        detail::describe_softmax<X, Dim>{});
 }
 template <int Dim = -1, traced_type X>
 auto log_softmax(const X& x) {
   auto y = typeshard::log_softmax<Dim>(x.value());
   return detail::record(
       y, x, [y](const auto& g) { return g - typeshard::exp(y) * detail::row_sum<Dim>(g); },
-      &detail::describe_softmax<X, Dim>);
+      detail::describe_softmax<X, Dim>{});
 }
 
 // ---- reshard and psum: the reverse reshard, the identity ---------------------------------
 
 namespace detail {
 template <class X, class Spec>
-std::string describe_reshard() {
+struct describe_reshard {
+  static std::string text();
+};
+template <class X, class Spec>
+std::string describe_reshard<X, Spec>::text() {
   using V = typename X::array_type;
   using Y = sharded_array<typename V::value_type, typename V::mesh_type, Spec,
                           typename V::extents_type>;
@@ -147,14 +156,14 @@ std::string describe_reshard() {
 template <spec_type Spec, traced_type X>
 auto reshard(const X& x) {
   return detail::record(typeshard::reshard<Spec>(x.value()), x,
-                        [](const auto& g) { return g; }, &detail::describe_reshard<X, Spec>);
+                        [](const auto& g) { return g; }, detail::describe_reshard<X, Spec>{});
 }
 
 template <axis_name... Axes, traced_type X>
   requires(sizeof...(Axes) >= 1)
 auto psum(const X& x) {
   return detail::record(typeshard::psum<Axes...>(x.value()), x, [](const auto& g) { return g; },
-                        &detail::describe_reshard<X, typename X::spec>);
+                        detail::describe_reshard<X, typename X::spec>{});
 }
 
 }  // namespace typeshard

@@ -22,11 +22,14 @@
 
 namespace typeshard {
 
-// traced<Array, Contributions, Leaf>: a value computed from the differentiated arguments.
-// Contributions (plan/grad_plan.hpp) lists, as types, which parameters the value's
+// traced<Array, Contributions, Leaf, Plans>: a value computed from the differentiated
+// arguments. Contributions (plan/grad_plan.hpp) lists, as types, which parameters the value's
 // computation used and with which unreduced axes their backward contributes; Leaf is the
-// argnum of a differentiated argument itself, -1 for an intermediate value.
-template <class Array, class Contributions = grad_contributions<>, int Leaf = -1>
+// argnum of a differentiated argument itself, -1 for an intermediate value. Plans: traced by
+// ts::backward_plans, whose tape records each op's description and no backward; the others'
+// record the backward and no description (so neither is compiled where it is not used).
+template <class Array, class Contributions = grad_contributions<>, int Leaf = -1,
+          bool Plans = false>
 class traced {
  public:
   using array_type = Array;
@@ -42,6 +45,7 @@ class traced {
   using cotangent_type = detail::cotangent_t<Array>;
   static constexpr std::size_t rank = Array::rank;
   static constexpr int leaf = Leaf;
+  static constexpr bool plans = Plans;
 
   traced(Array value, std::shared_ptr<detail::grad_tape> tape,
          detail::value_node<cotangent_type>* node)
@@ -64,8 +68,8 @@ class traced {
 };
 
 namespace detail {
-template <class A, class C, int L>
-inline constexpr bool is_traced_v<traced<A, C, L>> = true;
+template <class A, class C, int L, bool P>
+inline constexpr bool is_traced_v<traced<A, C, L, P>> = true;
 }  // namespace detail
 
 template <class T>
@@ -96,8 +100,8 @@ template <class X>
 struct contributions_of {
   using type = grad_contributions<>;
 };
-template <class A, class C, int L>
-struct contributions_of<traced<A, C, L>> {
+template <class A, class C, int L, bool P>
+struct contributions_of<traced<A, C, L, P>> {
   using type = C;
 };
 
@@ -107,9 +111,9 @@ template <class X, class Raw>
 struct new_contribution {
   using type = grad_contributions<>;
 };
-template <class A, class C, int L, class Raw>
+template <class A, class C, int L, bool P, class Raw>
   requires(L >= 0)
-struct new_contribution<traced<A, C, L>, Raw> {
+struct new_contribution<traced<A, C, L, P>, Raw> {
   using type = grad_contributions<
       grad_contribution<static_cast<std::size_t>(L), contribution_unreduced_of<A, Raw>>>;
 };
@@ -124,12 +128,12 @@ struct sink {
   template <class Raw>
   void deliver(const Raw&) const {}
 };
-template <class A, class C, int L>
-struct sink<traced<A, C, L>> {
+template <class A, class C, int L, bool P>
+struct sink<traced<A, C, L, P>> {
   static constexpr bool active = true;
   value_node<cotangent_t<A>>* node = nullptr;
   leaf_store* store = nullptr;
-  explicit sink(const traced<A, C, L>& x) {
+  explicit sink(const traced<A, C, L, P>& x) {
     if constexpr (L >= 0)
       store = &x.tape()->leaves[static_cast<std::size_t>(L)];
     else
@@ -176,48 +180,84 @@ const std::shared_ptr<grad_tape>& tape_of(const A& a, const B& b) {
   }
 }
 
+// Whether the operands are traced by ts::backward_plans (a plain array operand: no say).
+template <class A, class B = A>
+constexpr bool plans_of() {
+  if constexpr (traced_type<A> && traced_type<B>) {
+    static_assert(A::plans == B::plans,
+                  "internal (a typeshard bug): values of two differentiated calls in one op");
+    return A::plans;
+  } else if constexpr (traced_type<A>) {
+    return A::plans;
+  } else {
+    return B::plans;
+  }
+}
+
+// An op's description for ts::backward_plans: a plain function, or a type whose static
+// text() builds it (a template's, instantiated only where a backward_plans call takes its
+// address).
+template <class D>
+std::string (*describer(D d))() {
+  if constexpr (std::is_pointer_v<D>)
+    return d;
+  else
+    return &D::text;
+}
+
 // Records an op with result `value` and operands a (and b): raw_a(g) / raw_b(g) compute the
-// backward results from the result's cotangent g. Returns the traced result.
-template <class R, class A, class RawA>
-auto record(R value, const A& a, RawA raw_a, std::string (*describe)() = nullptr) {
+// backward results from the result's cotangent g (compiled for value_and_grad and grad);
+// `describe` says what they run (compiled for backward_plans). Returns the traced result.
+template <class R, class A, class RawA, class Describe>
+auto record(R value, const A& a, RawA raw_a, Describe describe) {
   using Cot = cotangent_t<R>;
   using raw_a_t = std::remove_cvref_t<decltype(raw_a(std::declval<const Cot&>()))>;
   using list = typename contributions_merge<typename contributions_of<A>::type,
                                             typename new_contribution<A, raw_a_t>::type>::type;
   auto node = std::make_unique<value_node<Cot>>();
-  node->describe = describe;
-  node->pull = [s = sink<A>(a), raw_a](const Cot& g) { s.deliver(raw_a(g)); };
+  if constexpr (A::plans) {
+    node->describe = describer(describe);
+    (void)raw_a;
+  } else {
+    node->pull = [s = sink<A>(a), raw_a](const Cot& g) { s.deliver(raw_a(g)); };
+    (void)describe;
+  }
   auto* n = node.get();
   a.tape()->nodes.push_back(std::move(node));
-  return traced<R, list>(std::move(value), a.tape(), n);
+  return traced<R, list, -1, A::plans>(std::move(value), a.tape(), n);
 }
 
-template <class R, class A, class B, class RawA, class RawB>
-auto record(R value, const A& a, const B& b, RawA raw_a, RawB raw_b,
-            std::string (*describe)() = nullptr) {
+template <class R, class A, class B, class RawA, class RawB, class Describe>
+auto record(R value, const A& a, const B& b, RawA raw_a, RawB raw_b, Describe describe) {
   using Cot = cotangent_t<R>;
   using list = typename contributions_merge<
       typename contributions_of<A>::type, typename contributions_of<B>::type,
       typename new_contribution<A, std::remove_cvref_t<decltype(raw_a(std::declval<const Cot&>()))>>::type,
       typename new_contribution<B, std::remove_cvref_t<decltype(raw_b(std::declval<const Cot&>()))>>::type>::type;
+  constexpr bool plans = plans_of<A, B>();
   const std::shared_ptr<grad_tape>& tape = tape_of(a, b);
   auto node = std::make_unique<value_node<Cot>>();
-  node->describe = describe;
-  node->pull = [sa = sink<A>(a), sb = sink<B>(b), raw_a, raw_b](const Cot& g) {
-    // An operand that is a plain array gets nothing (its raw_ is named all the same, for
-    // clang's -Wunused-lambda-capture).
-    if constexpr (sink<A>::active)
-      sa.deliver(raw_a(g));
-    else
-      (void)raw_a;
-    if constexpr (sink<B>::active)
-      sb.deliver(raw_b(g));
-    else
-      (void)raw_b;
-  };
+  if constexpr (plans) {
+    node->describe = describer(describe);
+    (void)raw_a, (void)raw_b;
+  } else {
+    (void)describe;
+    node->pull = [sa = sink<A>(a), sb = sink<B>(b), raw_a, raw_b](const Cot& g) {
+      // An operand that is a plain array gets nothing (its raw_ is named all the same, for
+      // clang's -Wunused-lambda-capture).
+      if constexpr (sink<A>::active)
+        sa.deliver(raw_a(g));
+      else
+        (void)raw_a;
+      if constexpr (sink<B>::active)
+        sb.deliver(raw_b(g));
+      else
+        (void)raw_b;
+    };
+  }
   auto* n = node.get();
   tape->nodes.push_back(std::move(node));
-  return traced<R, list>(std::move(value), tape, n);
+  return traced<R, list, -1, plans>(std::move(value), tape, n);
 }
 
 // ---- broadcasting's transpose: sum the cotangent back to an operand's shape -----------------
