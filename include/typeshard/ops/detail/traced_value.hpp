@@ -185,7 +185,8 @@ template <class A, class B = A>
 constexpr bool plans_of() {
   if constexpr (traced_type<A> && traced_type<B>) {
     static_assert(A::plans == B::plans,
-                  "internal (a typeshard bug): values of two differentiated calls in one op");
+                  "typeshard: internal error (a typeshard bug, please report it): an op "
+                  "has operands of two differentiated calls");
     return A::plans;
   } else if constexpr (traced_type<A>) {
     return A::plans;
