@@ -159,7 +159,9 @@ constexpr step_list<Rank> plan_reshard_steps(const spec_array<Rank>& from,
         if (is_prefix(cur[d], to[d]) || cur[d].count == 0) continue;
         const axis_name a = cur[d].axes[cur[d].count - 1];
         const std::size_t j = dimension_using(to, a);
-        if (j == d || !can_join(cur, to, j, a)) continue;
+        // j == Rank (no target dimension uses a) fails can_join too; tested here as well so
+        // that g++ -O3 sees the bound of cur[j] below (-Warray-bounds, -Werror).
+        if (j >= Rank || j == d || !can_join(cur, to, j, a)) continue;
         truncate(cur[d], cur[d].count - 1);
         append(cur[j], a);
         dim_spec one;
