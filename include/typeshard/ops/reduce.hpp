@@ -116,48 +116,14 @@ buffer<T> local_reduce(reduction op, std::span<const T> in, const shape<Rank>& s
   return out;
 }
 
-// Runs a reduction on the blocks of an array sharded by `in_spec` (extents `global`) on the
-// devices of a mesh (`devices`, by mesh position, on backend `b`): each device reduces its
-// block (op over the dimensions of `reduced`, mean by 1 / count) into `local` and then walks
-// the remaining steps (collectives, slices) in the one executor. A template of the element
-// type and rank only, whatever the plan and the mesh (a value), so a program's reductions
-// share it and typeshard::runtime compiles the common ones once.
-template <class T, std::size_t Rank>
-std::vector<buffer<T>> run_reduce_on(backend& b, std::span<const device_id> devices,
-                                     const mesh_value& mv, reduction op,
-                                     const std::array<bool, Rank>& reduced,
-                                     const std::vector<std::span<const T>>& blocks,
-                                     const spec_array<Rank>& in_spec, const shape<Rank>& global,
-                                     const spec_array<Rank>& local,
-                                     const shape<Rank>& kept_global, double count,
-                                     std::span<const step<Rank>> steps) {
-  std::vector<buffer<T>> out(mv.size);
-  b.run(devices, [&](std::size_t p) {
-    operand_block<T, Rank> x(nullptr, local, kept_global);
-    x.adopt(local_reduce<T, Rank>(op, blocks[p], local_shape_of(mv, in_spec, global, p), reduced,
-                                  count),
-            local);
-    run_steps<T, Rank>(b, mv, p, steps, std::span<operand_block<T, Rank>>(&x, 1), [](auto) {});
-    take_slices<T, Rank>(mv, p, x);
-    out[p] = std::move(x.owned);
-  });
-  return out;
-}
-
-#if defined(TYPESHARD_SEPARATE_COMPILATION)
-// With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
-#define TYPESHARD_RUN_REDUCE_INSTANCE(prefix, T, R)                                            \
-  prefix std::vector<buffer<T>> run_reduce_on<T, R>(                                           \
-      backend&, std::span<const device_id>, const mesh_value&, reduction,                      \
-      const std::array<bool, R>&, const std::vector<std::span<const T>>&,                      \
-      const spec_array<R>&, const shape<R>&, const spec_array<R>&, const shape<R>&, double,    \
-      std::span<const step<R>>);
-TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_REDUCE_INSTANCE, extern template)
-#endif
-
-// What a reduce plan's run needs from its type, as values: the kept extents (the reduced
-// dimensions at extent 1), the plan's steps for their evenness, and the run itself
-// (run_reduce_on). One instantiation per element type and rank, whatever the plan.
+// Runs a reduce plan on the blocks `in` of an array sharded by `in_spec` (extents `global`)
+// on the devices of a mesh (`devices`, by mesh position, on backend `b`), the plan given as
+// values: each device reduces its block (op over the dimensions of `reduced`, mean by the
+// global count) into `local`, then walks the rest of the plan's steps for the evenness of
+// the kept extents (collectives, slices) in the one executor. Sets `kept_global` (the
+// reduced dimensions at extent 1). A template of the element type and rank only, whatever
+// the plan and the mesh, so a program's reductions share it and typeshard::runtime compiles
+// the common ones once.
 template <class T, std::size_t Rank>
 TYPESHARD_NOINLINE std::vector<buffer<T>> reduce_blocks_on(
     backend& b, std::span<const device_id> devices, const mesh_value& mv, reduction op,
@@ -173,12 +139,19 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> reduce_blocks_on(
       count *= static_cast<double>(global[d]);
     }
   const bool even = is_even(mv, local, kept_global) && is_even(mv, target, kept_global);
-  const std::span<const step<Rank>> steps = even ? even_steps : uneven_steps;
-  std::vector<std::span<const T>> blocks(mv.size);
-  for (std::size_t p = 0; p < mv.size; ++p) blocks[p] = in[p].span();
   // steps[0] is the local_reduce step; the executor runs the rest.
-  return run_reduce_on<T, Rank>(b, devices, mv, op, reduced, blocks, in_spec, global, local,
-                                kept_global, count, steps.subspan(1));
+  const std::span<const step<Rank>> rest = (even ? even_steps : uneven_steps).subspan(1);
+  std::vector<buffer<T>> out(mv.size);
+  b.run(devices, [&](std::size_t p) {
+    operand_block<T, Rank> x(nullptr, local, kept_global);
+    x.adopt(local_reduce<T, Rank>(op, in[p].span(), local_shape_of(mv, in_spec, global, p),
+                                  reduced, count),
+            local);
+    run_steps<T, Rank>(b, mv, p, rest, std::span<operand_block<T, Rank>>(&x, 1), [](auto) {});
+    take_slices<T, Rank>(mv, p, x);
+    out[p] = std::move(x.owned);
+  });
+  return out;
 }
 
 #if defined(TYPESHARD_SEPARATE_COMPILATION)
