@@ -76,7 +76,6 @@ TYPESHARD_COLD inline std::string devices_string(const std::string& mesh,
                           "; " + fix);
 }
 
-// What the operations that need both operands on one device mesh tell the user to do.
 // A device mesh's device list, made once per mesh: on values (the mesh's size and its
 // printed name, built only when a check needs it), so one copy serves every mesh type.
 TYPESHARD_COLD inline std::shared_ptr<const std::vector<device_id>> first_devices(
@@ -93,6 +92,7 @@ TYPESHARD_COLD inline std::shared_ptr<const std::vector<device_id>> listed_devic
   return std::make_shared<const std::vector<device_id>>(std::move(devices));
 }
 
+// What the operations that need both operands on one device mesh tell the user to do.
 inline constexpr const char* move_to_other_devices_fix =
     "fix: move one onto the other's devices with ts::device_put(x, other.device_mesh()) (or "
     "ts::reshard<Spec>(x, mesh))";

@@ -131,19 +131,14 @@ auto to_contribution(const Raw& raw) {
 }
 
 // a + b for two arrays of one type (two cotangents of one value, two contributions to one
-// parameter: the same mesh, layout and extents): the blocks added by the element-wise loop,
-// without the typed operator+ (its checks and broadcasting) for every type on the tape.
+// parameter: the same mesh, layout and extents): element-wise operator+'s fast path
+// (zip_shards), without its checks and broadcasting for every type on the tape.
 template <class C>
 C add_same(const C& a, const C& b) {
-  using T = typename C::value_type;
   if (a.extents() != b.extents())
-    throw usage_error("typeshard: internal (a typeshard bug): the gradient tape adds arrays of "
-                      "one type but different extents");
-  const auto& m = a.device_mesh();
-  return C(adopt_shards, m, a.extents(),
-           zip_blocks_on<T, T, T, fn::plus_t>(m.get_backend(),
-                                              std::span<const device_id>(m.devices()),
-                                              *a.shared_shards(), *b.shared_shards(), fn::plus));
+    throw usage_error("typeshard: internal error (a typeshard bug, please report it): the "
+                      "gradient tape adds arrays of one type but different extents");
+  return zip_shards<C>(a, b, fn::plus);
 }
 
 // ---- the tape ------------------------------------------------------------------------------
