@@ -24,6 +24,7 @@
 
 #include "../../core/config.hpp"
 #include "../../core/errors.hpp"
+#include "../detail/ansi_output.hpp"
 #include "../detail/rich_table.hpp"
 #include "../visualize.hpp"
 
