@@ -71,8 +71,8 @@ class basic_cpu_devices final : public backend {
   // Waits for a running operation to finish, then stops and joins the device threads.
   ~basic_cpu_devices() override;
 
-  std::size_t device_count() const override { return workers_.size(); }
-  bool is_addressable(device_id d) const override { return d < workers_.size(); }
+  std::size_t device_count() const override { return device_count_; }
+  bool is_addressable(device_id d) const override { return d < device_count_; }
   std::string_view platform() const override { return "cpu"; }
   std::size_t concurrent_kernels() const { return kernel_slots_; }
 
@@ -138,7 +138,9 @@ class basic_cpu_devices final : public backend {
       const collective_group& g, std::uint64_t signature, const void* send, void* recv,
       send_info info, detail::function_ref<void(std::span<const detail::thread_call>)> work);
 
-  std::vector<std::unique_ptr<worker>> workers_;
+  // The device threads, one array (workers never move: each thread holds its own).
+  std::size_t device_count_ = 0;
+  std::unique_ptr<worker[]> workers_;
   std::mutex run_mutex_;
 
   // Kernel slots: a counter under a mutex (not std::counting_semaphore, whose futex waits
@@ -148,10 +150,13 @@ class basic_cpu_devices final : public backend {
   std::mutex kernel_mutex_;
   std::condition_variable kernel_slot_free_;
   // The cores of the process's affinity mask when the pool was made (Linux; empty where a
-  // kernel is not pinned: one core, or more slots than cores), and which of them a running
-  // kernel holds (under kernel_mutex_): each kernel runs pinned to a core of its own.
-  std::vector<int> kernel_cores_;
-  std::vector<unsigned char> kernel_core_taken_;  // not vector<bool>: cheaper to compile
+  // kernel is not pinned: one core, or more slots than cores), and whether a running kernel
+  // holds each (under kernel_mutex_): each kernel runs pinned to a core of its own.
+  struct kernel_core {
+    int cpu = 0;
+    bool taken = false;
+  };
+  std::vector<kernel_core> kernel_cores_;
 };
 
 using cpu_devices = basic_cpu_devices<>;

@@ -35,14 +35,15 @@ struct thread_group {
   using call = thread_call;
 
   TYPESHARD_DEFERRED explicit thread_group(std::span<const std::size_t> m)
-      : members(m.begin(), m.end()), size(m.size()), calls(m.size()) {}
+      : members(m.begin(), m.end()), size(m.size()), calls(std::make_unique<call[]>(m.size())) {}
 
   std::vector<std::size_t> members;
   std::size_t size;
   std::size_t arrived = 0;
   std::size_t phase = 0;
   std::condition_variable released;
-  std::vector<call> calls;
+  std::unique_ptr<call[]> calls;  // by rank in the group
+  std::unique_ptr<thread_group> next;  // the run's next group (thread_run's list)
 };
 
 // The shared state of one multi-device operation on the thread pool: the devices taking
@@ -63,15 +64,17 @@ class thread_run {
   std::span<const device_id> devices;
 
   // The rendezvous of the group with these members, made the first time it meets. A run
-  // meets few groups (one per mesh axis and coordinate at most), so a list searched in
-  // order costs less, to run and to compile, than an ordered map.
+  // meets few groups (one per mesh axis and coordinate at most), so a linked list searched
+  // in order costs less, to run and to compile, than an ordered map or a vector of them.
   TYPESHARD_DEFERRED thread_group& group(std::span<const std::size_t> members) {
     std::lock_guard lock(mutex_);
-    for (const std::unique_ptr<thread_group>& g : groups_)
+    for (thread_group* g = groups_.get(); g != nullptr; g = g->next.get())
       if (std::equal(g->members.begin(), g->members.end(), members.begin(), members.end()))
         return *g;
-    groups_.push_back(std::make_unique<thread_group>(members));
-    return *groups_.back();
+    auto made = std::make_unique<thread_group>(members);
+    made->next = std::move(groups_);
+    groups_ = std::move(made);
+    return *groups_;
   }
 
   // Blocks until every member of g arrived at this phase. An abortable wait throws
@@ -122,7 +125,8 @@ class thread_run {
 
   TYPESHARD_DEFERRED void abort_locked() {
     aborted_ = true;
-    for (const std::unique_ptr<thread_group>& g : groups_) g->released.notify_all();
+    for (thread_group* g = groups_.get(); g != nullptr; g = g->next.get())
+      g->released.notify_all();
   }
 
   TYPESHARD_DEFERRED [[noreturn]] void throw_aborted() const {
@@ -140,7 +144,7 @@ class thread_run {
   bool deadlocked_ = false;
   std::size_t blocked_ = 0;   // devices waiting in a barrier
   std::size_t finished_ = 0;  // devices whose function returned or threw
-  std::vector<std::unique_ptr<thread_group>> groups_;
+  std::unique_ptr<thread_group> groups_;  // the first of the run's groups, each owning the next
 };
 
 }  // namespace typeshard::detail

@@ -62,7 +62,7 @@ inline void copy_piece(element_type t, const unsigned char* src, const strided_p
 // a collective because of it.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD inline void rethrow_first_failure(std::span<const device_id> devices,
-                                  const std::vector<std::exception_ptr>& failures) {
+                                                 std::span<const std::exception_ptr> failures) {
   std::size_t chosen = failures.size();
   for (std::size_t i = 0; i < failures.size(); ++i) {
     if (!failures[i]) continue;
@@ -133,28 +133,28 @@ basic_cpu_devices<Unused>::basic_cpu_devices(std::size_t count,
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0)
     for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) kernel_cores_.push_back(c);
+      if (CPU_ISSET(c, &set)) kernel_cores_.push_back({c, false});
   if (kernel_cores_.size() < 2 || kernel_slots_ > kernel_cores_.size()) kernel_cores_.clear();
-  kernel_core_taken_.assign(kernel_cores_.size(), 0);
 #endif
-  workers_.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) workers_.push_back(std::make_unique<worker>());
+  workers_ = std::make_unique<worker[]>(count);
+  device_count_ = count;
   for (std::size_t i = 0; i < count; ++i)
-    workers_[i]->thread = std::thread([this, i] { work(*workers_[i]); });
+    workers_[i].thread = std::thread([this, i] { work(workers_[i]); });
 }
 
 template <class Unused>
 TYPESHARD_COLD
 basic_cpu_devices<Unused>::~basic_cpu_devices() {
   std::lock_guard operation(run_mutex_);
-  for (auto& w : workers_) {
+  for (std::size_t i = 0; i < device_count_; ++i) {
+    worker& w = workers_[i];
     {
-      std::lock_guard lock(w->mutex);
-      w->stop = true;
+      std::lock_guard lock(w.mutex);
+      w.stop = true;
     }
-    w->wake.notify_one();
+    w.wake.notify_one();
   }
-  for (auto& w : workers_) w->thread.join();
+  for (std::size_t i = 0; i < device_count_; ++i) workers_[i].thread.join();
 }
 
 template <class Unused>
@@ -167,8 +167,8 @@ backend::body_position basic_cpu_devices<Unused>::current_body() const {
 template <class Unused>
 TYPESHARD_COLD
 std::string basic_cpu_devices<Unused>::devices_summary() const {
-  return detail::message({"this cpu_devices has ", workers_.size(), " devices (0 to ",
-                          workers_.size() - 1, ")"});
+  return detail::message({"this cpu_devices has ", device_count_, " devices (0 to ",
+                          device_count_ - 1, ")"});
 }
 
 template <class Unused>
@@ -305,11 +305,14 @@ namespace detail {
 struct thread_job {
   TYPESHARD_DEFERRED thread_job(std::span<const device_id> devices,
                                  function_ref<void(std::size_t)> b)
-      : state(devices), body(b), failures(devices.size()), remaining(devices.size()) {}
+      : state(devices),
+        body(b),
+        failures(std::make_unique<std::exception_ptr[]>(devices.size())),
+        remaining(devices.size()) {}
 
   thread_run state;
   function_ref<void(std::size_t)> body;
-  std::vector<std::exception_ptr> failures;
+  std::unique_ptr<std::exception_ptr[]> failures;  // by position in the run
   std::size_t remaining;
   std::mutex done_mutex;
   std::condition_variable done;
@@ -343,7 +346,7 @@ void basic_cpu_devices<Unused>::do_run(std::span<const device_id> devices,
   // runs, do_run must not leave before all have finished, for they use the job.
   detail::thread_job job(devices, body);
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    worker& w = *workers_[devices[i]];
+    worker& w = workers_[devices[i]];
     {
       std::lock_guard lock(w.mutex);
       w.job = &job;
@@ -355,7 +358,7 @@ void basic_cpu_devices<Unused>::do_run(std::span<const device_id> devices,
     std::unique_lock lock(job.done_mutex);
     job.done.wait(lock, [&] { return job.remaining == 0; });
   }
-  detail::rethrow_first_failure(devices, job.failures);
+  detail::rethrow_first_failure(devices, {job.failures.get(), devices.size()});
 }
 
 namespace detail {
@@ -374,7 +377,7 @@ inline std::size_t& pinned_kernel_core() {
 // running one, a cache-hot task the balancer will not move for some milliseconds).
 template <class Unused>
 void basic_cpu_devices<Unused>::do_acquire_kernel_slot() {
-  if (kernel_slots_ >= workers_.size()) return;
+  if (kernel_slots_ >= device_count_) return;
   std::unique_lock lock(kernel_mutex_);
   kernel_slot_free_.wait(lock, [&] { return kernels_running_ < kernel_slots_; });
   ++kernels_running_;
@@ -383,30 +386,30 @@ void basic_cpu_devices<Unused>::do_acquire_kernel_slot() {
   const int here = sched_getcpu();
   std::size_t pick = kernel_cores_.size();
   for (std::size_t i = 0; i < kernel_cores_.size(); ++i) {
-    if (kernel_core_taken_[i]) continue;
-    if (pick == kernel_cores_.size() || kernel_cores_[i] == here) pick = i;
-    if (kernel_cores_[i] == here) break;
+    if (kernel_cores_[i].taken) continue;
+    if (pick == kernel_cores_.size() || kernel_cores_[i].cpu == here) pick = i;
+    if (kernel_cores_[i].cpu == here) break;
   }
   if (pick == kernel_cores_.size()) return;  // not reached: slots <= cores
-  kernel_core_taken_[pick] = 1;
+  kernel_cores_[pick].taken = true;
   detail::pinned_kernel_core() = pick;
   lock.unlock();
   cpu_set_t one;
   CPU_ZERO(&one);
-  CPU_SET(kernel_cores_[pick], &one);
+  CPU_SET(kernel_cores_[pick].cpu, &one);
   (void)sched_setaffinity(0, sizeof one, &one);  // on failure the kernel runs unpinned
 #endif
 }
 
 template <class Unused>
 void basic_cpu_devices<Unused>::do_release_kernel_slot() noexcept {
-  if (kernel_slots_ >= workers_.size()) return;
+  if (kernel_slots_ >= device_count_) return;
 #if defined(__linux__)
   std::size_t& pinned = detail::pinned_kernel_core();
   if (pinned != static_cast<std::size_t>(-1)) {
     cpu_set_t all;  // the mask the pool was made with
     CPU_ZERO(&all);
-    for (int c : kernel_cores_) CPU_SET(c, &all);
+    for (const kernel_core& c : kernel_cores_) CPU_SET(c.cpu, &all);
     (void)sched_setaffinity(0, sizeof all, &all);
   }
 #endif
@@ -414,7 +417,7 @@ void basic_cpu_devices<Unused>::do_release_kernel_slot() noexcept {
     std::lock_guard lock(kernel_mutex_);
     --kernels_running_;
 #if defined(__linux__)
-    if (pinned != static_cast<std::size_t>(-1)) kernel_core_taken_[pinned] = 0;
+    if (pinned != static_cast<std::size_t>(-1)) kernel_cores_[pinned].taken = false;
     pinned = static_cast<std::size_t>(-1);
 #endif
   }
@@ -453,7 +456,7 @@ void basic_cpu_devices<Unused>::collective(
   try {
     for (std::size_t j = 0; j < g.size(); ++j)
       if (grp.calls[j].signature != signature) throw_signature_mismatch();
-    work(std::span<const detail::thread_call>(grp.calls));
+    work(std::span<const detail::thread_call>(grp.calls.get(), grp.size));
   } catch (...) {
     failed = std::current_exception();
   }
