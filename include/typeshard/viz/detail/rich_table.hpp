@@ -83,6 +83,14 @@ struct segment {
 };
 using segment_line = std::vector<segment>;
 
+// line += more. (Loops of push_back, here and where a line is cropped, rather than
+// vector::insert and resize: fewer vector templates for every TU that draws to compile.)
+TYPESHARD_DEFERRED
+TYPESHARD_COLD
+inline void append(segment_line& line, const segment_line& more) {
+  for (const segment& s : more) line.push_back(segment{s});
+}
+
 // Display width of UTF-8 text whose characters are one cell each (ASCII, box drawing).
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
@@ -165,21 +173,30 @@ inline measurement measure_cell(const padded_label& c, long long max_width) {
 
 // ---- Table column widths ----------------------------------------------------------------
 
-using grid = std::vector<std::vector<padded_label>>;  // rows of cells, all rows equally long
+// The table's cells, row by row in one vector (not a vector of rows: one vector type fewer
+// for a TU that draws to compile).
+struct grid {
+  std::size_t rows = 0, columns = 0;
+  std::vector<padded_label> cells;  // rows * columns, row-major
+
+  const padded_label& at(std::size_t row, std::size_t column) const {
+    return cells[row * columns + column];
+  }
+};
 
 // Table._measure_column.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline measurement measure_column(const grid& rows, std::size_t column, long long max_width) {
+inline measurement measure_column(const grid& table, std::size_t column, long long max_width) {
   if (max_width < 1) return {0, 0};
   long long mn = 0, mx = 0;
-  for (const auto& row : rows) {
-    const measurement m = measure_cell(row[column], max_width);
+  for (std::size_t r = 0; r < table.rows; ++r) {
+    const measurement m = measure_cell(table.at(r, column), max_width);
     mn = std::max(mn, m.minimum);
     mx = std::max(mx, m.maximum);
   }
-  if (rows.empty()) mx = max_width;
-  return measurement{rows.empty() ? 1 : mn, mx}.with_maximum(max_width);
+  if (table.rows == 0) mx = max_width;
+  return measurement{table.rows == 0 ? 1 : mn, mx}.with_maximum(max_width);
 }
 
 // _ratio.ratio_reduce: take `total` away from `values`, in proportion to `ratios`, at most
@@ -196,17 +213,15 @@ inline std::vector<long long> ratio_reduce(long long total, std::vector<long lon
   }
   if (total_ratio == 0) return values;
   long long remaining = total;
-  std::vector<long long> out;
+  std::vector<long long> out = values;
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (ratios[i] != 0 && total_ratio > 0) {
       const long long distributed = std::min(
           maximums[i], py_round(static_cast<double>(ratios[i] * remaining) /
                                 static_cast<double>(total_ratio)));
-      out.push_back(values[i] - distributed);
+      out[i] -= distributed;
       remaining -= distributed;
       total_ratio -= ratios[i];
-    } else {
-      out.push_back(values[i]);
     }
   }
   return out;
@@ -246,11 +261,11 @@ inline std::vector<long long> collapse_widths(std::vector<long long> widths, lon
 // Table._calculate_column_widths (expand False, no fixed widths).
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline std::vector<long long> column_widths(const grid& rows, std::size_t columns,
-                                            long long max_width) {
+inline std::vector<long long> column_widths(const grid& table, long long max_width) {
+  const std::size_t columns = table.columns;
   std::vector<long long> widths;
   for (std::size_t c = 0; c < columns; ++c) {
-    const long long m = measure_column(rows, c, max_width).maximum;
+    const long long m = measure_column(table, c, max_width).maximum;
     widths.push_back(m != 0 ? m : 1);
   }
   if (sum(widths) > max_width) {
@@ -260,7 +275,7 @@ inline std::vector<long long> column_widths(const grid& rows, std::size_t column
       widths = ratio_reduce(sum(widths) - max_width, ones, widths, widths);
     }
     for (std::size_t c = 0; c < columns; ++c)
-      widths[c] = measure_column(rows, c, std::max(0LL, widths[c])).maximum;
+      widths[c] = measure_column(table, c, std::max(0LL, widths[c])).maximum;
   }
   return widths;
 }
@@ -305,7 +320,7 @@ inline void adjust_line_length(picture_text& text, segment_line& line, long long
     const long long n = cell_len(line[i].text);
     if (used + n >= length) {  // the segment that reaches `length`: cropped, the rest dropped
       line[i].text = take_cells(text, line[i].text, length - used);
-      line.resize(i + 1);
+      while (line.size() > i + 1) line.pop_back();
       return;
     }
     used += n;
@@ -344,14 +359,14 @@ inline std::vector<std::size_t> divide_line(std::string_view text, long long wid
 }
 
 // Text.wrap(width) with justify "left" and overflow "ellipsis": lines of exactly `width`
-// cells; a line too long ends in "…".
+// cells, one unstyled segment each; a line too long ends in "…". (Segments rather than
+// string views: one vector type fewer for a TU that draws to compile.)
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline std::vector<std::string_view> wrap_text(picture_text& text, std::string_view label,
-                                               long long width) {
+inline segment_line wrap_text(picture_text& text, std::string_view label, long long width) {
   std::vector<std::size_t> breaks = divide_line(label, width);
   breaks.push_back(label.size());
-  std::vector<std::string_view> lines;
+  segment_line lines;
   std::size_t begin = 0;
   for (const std::size_t end : breaks) {
     std::string_view line = label.substr(begin, end - begin);
@@ -364,9 +379,9 @@ inline std::vector<std::string_view> wrap_text(picture_text& text, std::string_v
       }
     }
     if (static_cast<long long>(line.size()) > width)  // truncate(width, "ellipsis", pad=True)
-      lines.push_back(take_cells(text, line, width - 1, "\u2026"));
+      lines.push_back({take_cells(text, line, width - 1, "\u2026")});
     else
-      lines.push_back(take_cells(text, line, width));
+      lines.push_back({take_cells(text, line, width)});
   }
   return lines;
 }
@@ -381,29 +396,29 @@ inline std::vector<segment_line> render_cell(picture_text& text, const padded_la
   // Align: the label takes at most `inner` cells and is centred in the rest.
   const long long text_width = measure_text(c.label, inner).maximum;
   // rich renders nothing at all in less than one cell (Console.render returns at once).
-  const std::vector<std::string_view> text_lines =
-      text_width > 0 ? wrap_text(text, c.label, text_width) : std::vector<std::string_view>{};
+  const segment_line text_lines =
+      text_width > 0 ? wrap_text(text, c.label, text_width) : segment_line{};
   const long long excess = inner - text_width;
   const long long align_left = excess > 0 ? excess / 2 : 0;
   const long long align_right = excess > 0 ? excess - align_left : 0;
 
   std::vector<segment_line> out;
   if (width < 1) return out;
-  const segment_line blank{{spaces(text, width), style}};
-  for (long long i = 0; i < c.top; ++i) out.push_back(blank);
-  for (const std::string_view t : text_lines) {
+  const std::string_view blank = spaces(text, width);
+  for (long long i = 0; i < c.top; ++i) out.push_back(segment_line{{blank, style}});
+  for (const segment& t : text_lines) {
     segment_line aligned;
     if (align_left > 0) aligned.push_back({spaces(text, align_left), style});
-    aligned.push_back({t, style});
+    aligned.push_back({t.text, style});
     if (align_right > 0) aligned.push_back({spaces(text, align_right), style});
     adjust_line_length(text, aligned, inner, true, style);  // Padding's render_lines
     segment_line line;
     if (c.left > 0) line.push_back({spaces(text, c.left), style});
-    line.insert(line.end(), aligned.begin(), aligned.end());
+    append(line, aligned);
     if (c.right > 0) line.push_back({spaces(text, c.right), style});
     out.push_back(std::move(line));
   }
-  for (long long i = 0; i < c.bottom; ++i) out.push_back(blank);
+  for (long long i = 0; i < c.bottom; ++i) out.push_back(segment_line{{blank, style}});
   for (segment_line& line : out) adjust_line_length(text, line, width, true);  // the Table's
   return out;
 }
@@ -434,28 +449,34 @@ inline segment_line border_line(picture_text& text, const std::string_view (&par
 // cropped to the console's width as Console.print does. Their text lives in `text`.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline std::vector<segment_line> render_table(picture_text& text, const grid& rows, bool boxed,
+inline std::vector<segment_line> render_table(picture_text& text, const grid& table, bool boxed,
                                               long long console_width) {
   std::vector<segment_line> out;
-  if (rows.empty() || rows.front().empty()) return out;
-  const std::size_t columns = rows.front().size();
+  if (table.rows == 0 || table.columns == 0) return out;
+  const std::size_t columns = table.columns;
   const long long extra = boxed ? static_cast<long long>(columns) + 1 : 0;
-  const std::vector<long long> widths = column_widths(rows, columns, console_width - extra);
+  const std::vector<long long> widths = column_widths(table, console_width - extra);
 
   if (boxed) out.push_back(border_line(text, square_box::top, widths));
-  std::vector<std::vector<segment_line>> cells(columns);
-  for (std::size_t r = 0; r < rows.size(); ++r) {
+  // One row's cells, rendered: cell c's lines are lines[first[c]] to lines[first[c + 1]].
+  std::vector<segment_line> lines;
+  std::vector<std::size_t> first(columns + 1);
+  for (std::size_t r = 0; r < table.rows; ++r) {
     std::size_t height = 1;
+    lines.clear();
     for (std::size_t c = 0; c < columns; ++c) {
-      cells[c] = render_cell(text, rows[r][c], widths[c]);
-      height = std::max(height, cells[c].size());
+      first[c] = lines.size();
+      for (segment_line& l : render_cell(text, table.at(r, c), widths[c]))
+        lines.push_back(std::move(l));
+      height = std::max(height, lines.size() - first[c]);
     }
+    first[columns] = lines.size();
     for (std::size_t i = 0; i < height; ++i) {
       segment_line line;
       if (boxed) line.push_back({square_box::vertical, nullptr});
       for (std::size_t c = 0; c < columns; ++c) {
-        if (i < cells[c].size())
-          line.insert(line.end(), cells[c][i].begin(), cells[c][i].end());
+        if (i < first[c + 1] - first[c])
+          append(line, lines[first[c] + i]);
         else  // vertical "top": blank lines below
           line.push_back({spaces(text, widths[c]), nullptr});
         if (boxed) line.push_back({square_box::vertical, nullptr});
@@ -464,7 +485,7 @@ inline std::vector<segment_line> render_table(picture_text& text, const grid& ro
     }
     if (boxed)
       out.push_back(
-          border_line(text, r + 1 < rows.size() ? square_box::row : square_box::bottom, widths));
+          border_line(text, r + 1 < table.rows ? square_box::row : square_box::bottom, widths));
   }
   for (segment_line& line : out) adjust_line_length(text, line, console_width, false);
   return out;

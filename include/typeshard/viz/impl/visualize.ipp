@@ -42,18 +42,13 @@ inline constexpr rgb tab20b[20] = {
 // where i steps by n/2 (+1 when n is even) modulo n, so neighbours get distant colours.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL std::vector<rgb> box_colours(std::size_t n) {
-  std::vector<rgb> out;
+TYPESHARD_RUNTIME_DECL rgb box_colour(std::size_t k, std::size_t n) {
+  const std::size_t i = k * (n / 2 + (n % 2 == 0 ? 1 : 0)) % n;  // k steps from 0
   const double step = n > 1 ? 1.0 / static_cast<double>(n - 1) : 0.0;  // numpy.linspace
-  std::size_t i = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    const double value = (n > 1 && i == n - 1) ? 1.0 : static_cast<double>(i) * step;
-    double x = value * 20.0;  // ListedColormap.__call__: x * N, N itself maps to N - 1
-    if (x == 20.0) x = 19.0;
-    out.push_back(tab20b[static_cast<std::size_t>(x)]);
-    i = (i + n / 2 + (n % 2 == 0 ? 1 : 0)) % n;
-  }
-  return out;
+  const double value = (n > 1 && i == n - 1) ? 1.0 : static_cast<double>(i) * step;
+  double x = value * 20.0;  // ListedColormap.__call__: x * N, N itself maps to N - 1
+  if (x == 20.0) x = 19.0;
+  return tab20b[static_cast<std::size_t>(x)];
 }
 
 // JAX's _get_text_color: black on light backgrounds, white on dark ones.
@@ -134,12 +129,19 @@ TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string
 
   std::string kind(platform);
   for (char& ch : kind) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  const std::vector<rgb> colours = box_colours(rows * cols);
 
-  grid table(rows);
+  grid table{rows, cols, {}};
+  table.cells.reserve(rows * cols);
   for (std::size_t k = 0; k < boxes.size(); ++k) {
     box_of_devices& b = boxes[k];
-    std::sort(b.devices.begin(), b.devices.end());
+    // Sorted by insertion, in place: a box holds few devices, and std::sort would cost every
+    // TU that draws (header-only) its dozen helper templates.
+    for (std::size_t i = 1; i < b.devices.size(); ++i) {
+      const device_id d = b.devices[i];
+      std::size_t j = i;
+      for (; j > 0 && b.devices[j - 1] > d; --j) b.devices[j] = b.devices[j - 1];
+      b.devices[j] = d;
+    }
     padded_label cell;
     cell.label = kind + " ";
     for (std::size_t i = 0; i < b.devices.size(); ++i) {
@@ -164,10 +166,10 @@ TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string
     cell.bottom = std::max(0LL, top + top_rem + extra);
     if (colour) {
       cell.styled = true;
-      cell.background = colours[k];
-      cell.foreground = text_colour(colours[k]);
+      cell.background = box_colour(k, rows * cols);
+      cell.foreground = text_colour(cell.background);
     }
-    table[k / cols].push_back(std::move(cell));
+    table.cells.push_back(std::move(cell));  // boxes are in row-major order
   }
   picture_text text;
   write_lines(os, render_table(text, table, !colour, max_width), palette(o));
