@@ -162,15 +162,23 @@ class communication_report {
 };
 
 // communication_recorder: records every collective run while it is alive (a scope object).
-class communication_recorder final : public collective_observer {
+//
+// It is basic_communication_recorder<>, a class template of an unused parameter, as the
+// thread pool is (backend/threads.hpp): every collective calls the installed observer
+// through a virtual call, and g++ compiles each final overrider it can see (observe, with
+// its vectors of events) into every TU that runs a collective, to devirtualise the call
+// speculatively. As a template it is compiled only where a recorder is made. Spell it
+// communication_recorder.
+template <class Unused = void>
+class basic_communication_recorder final : public collective_observer {
  public:
-  communication_recorder()
+  basic_communication_recorder()
       : previous_(detail::installed_collective_observer.exchange(this, std::memory_order_acq_rel)) {}
-  ~communication_recorder() {
+  ~basic_communication_recorder() {
     detail::installed_collective_observer.store(previous_, std::memory_order_release);
   }
-  communication_recorder(const communication_recorder&) = delete;
-  communication_recorder& operator=(const communication_recorder&) = delete;
+  basic_communication_recorder(const basic_communication_recorder&) = delete;
+  basic_communication_recorder& operator=(const basic_communication_recorder&) = delete;
 
   // What was recorded so far (the recorder keeps recording).
   communication_report report() const {
@@ -211,5 +219,7 @@ class communication_recorder final : public collective_observer {
   mutable std::mutex mutex_;
   std::vector<std::vector<collective_event>> by_position_;  // by mesh position
 };
+
+using communication_recorder = basic_communication_recorder<>;
 
 }  // namespace typeshard
