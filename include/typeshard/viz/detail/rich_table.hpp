@@ -87,7 +87,7 @@ using segment_line = std::vector<segment>;
 // vector::insert and resize: fewer vector templates for every TU that draws to compile.)
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-inline void append(segment_line& line, const segment_line& more) {
+inline void append_segments(segment_line& line, const segment_line& more) {
   for (const segment& s : more) line.push_back(segment{s});
 }
 
@@ -414,7 +414,7 @@ inline std::vector<segment_line> render_cell(picture_text& text, const padded_la
     adjust_line_length(text, aligned, inner, true, style);  // Padding's render_lines
     segment_line line;
     if (c.left > 0) line.push_back({spaces(text, c.left), style});
-    append(line, aligned);
+    append_segments(line, aligned);
     if (c.right > 0) line.push_back({spaces(text, c.right), style});
     out.push_back(std::move(line));
   }
@@ -476,7 +476,7 @@ inline std::vector<segment_line> render_table(picture_text& text, const grid& ta
       if (boxed) line.push_back({square_box::vertical, nullptr});
       for (std::size_t c = 0; c < columns; ++c) {
         if (i < first[c + 1] - first[c])
-          append(line, lines[first[c] + i]);
+          append_segments(line, lines[first[c] + i]);
         else  // vertical "top": blank lines below
           line.push_back({spaces(text, widths[c]), nullptr});
         if (boxed) line.push_back({square_box::vertical, nullptr});
