@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -149,10 +148,42 @@ struct grad_node {
   std::string (*describe)() = nullptr;  // the backward's plans, for ts::backward_plans
 };
 
+// An op's backward closure, owned and called once: std::function without what the tape never
+// uses (copying, target_type), so each closure compiles a call and a delete, not a manager
+// that clones it (copying every array it captures) and reports its typeid.
+template <class Cot>
+class pull_fn {
+ public:
+  pull_fn() = default;
+  template <class F>
+  pull_fn& operator=(F f) {
+    reset();
+    obj_ = new F(std::move(f));
+    call_ = [](void* o, const Cot& g) { (*static_cast<F*>(o))(g); };
+    destroy_ = [](void* o) { delete static_cast<F*>(o); };
+    return *this;
+  }
+  pull_fn(const pull_fn&) = delete;
+  pull_fn& operator=(const pull_fn&) = delete;
+  ~pull_fn() { reset(); }
+
+  explicit operator bool() const { return obj_ != nullptr; }
+  void operator()(const Cot& g) const { call_(obj_, g); }
+  void reset() {
+    if (obj_) destroy_(obj_);
+    obj_ = nullptr;
+  }
+
+ private:
+  void* obj_ = nullptr;
+  void (*call_)(void*, const Cot&) = nullptr;
+  void (*destroy_)(void*) = nullptr;
+};
+
 template <class Cot>
 struct value_node final : grad_node {
   std::optional<Cot> grad;
-  std::function<void(const Cot&)> pull;
+  pull_fn<Cot> pull;
 
   void add(const Cot& c) {
     if (grad)
@@ -163,7 +194,7 @@ struct value_node final : grad_node {
   void backward() override {
     if (grad && pull) pull(*grad);
     grad.reset();  // free it as soon as it has been used
-    pull = nullptr;
+    pull.reset();
   }
 };
 
