@@ -132,11 +132,13 @@ auto to_contribution(const Raw& raw) {
 // a + b for two arrays of one type (two cotangents of one value, two contributions to one
 // parameter: the same mesh, layout and extents): element-wise operator+'s fast path
 // (zip_shards), without its checks and broadcasting for every type on the tape.
+[[noreturn]] TYPESHARD_COLD inline void throw_add_same_extents_differ() {
+  throw usage_error("typeshard: internal error (a typeshard bug, please report it): the "
+                    "gradient tape adds arrays of one type but different extents");
+}
 template <class C>
 C add_same(const C& a, const C& b) {
-  if (a.extents() != b.extents())
-    throw usage_error("typeshard: internal error (a typeshard bug, please report it): the "
-                      "gradient tape adds arrays of one type but different extents");
+  if (a.extents() != b.extents()) throw_add_same_extents_differ();
   return zip_shards<C>(a, b, fn::plus);
 }
 
@@ -202,9 +204,12 @@ struct value_node final : grad_node {
 template <class T>
 inline constexpr char type_key = 0;
 
-// A parameter's contributions, one sum per contribution type.
+// A parameter's contributions, one sum per contribution type. Each sum is owned alone (a
+// unique_ptr with a delete per type, not a shared_ptr's control block: a vtable, typeinfo
+// and four functions per contribution type).
 struct leaf_store {
-  std::vector<std::pair<const void*, std::shared_ptr<void>>> parts;
+  using part_ptr = std::unique_ptr<void, void (*)(void*)>;
+  std::vector<std::pair<const void*, part_ptr>> parts;
 
   template <class C>
   void add(const C& c) {
@@ -214,7 +219,8 @@ struct leaf_store {
         sum = add_same(sum, c);
         return;
       }
-    parts.emplace_back(&type_key<C>, std::make_shared<C>(c));
+    parts.emplace_back(&type_key<C>,
+                       part_ptr(new C(c), [](void* p) { delete static_cast<C*>(p); }));
   }
   template <class C>
   const C* find() const {
