@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../backend/backend.hpp"
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
@@ -98,6 +99,18 @@ struct block_view_t {
 };
 inline constexpr block_view_t block_view{};
 
+namespace detail {
+
+// A block's failure, out of line: a function of values, one copy per TU (not a message
+// built in every block type's constructor).
+[[noreturn]] TYPESHARD_COLD inline void throw_block_buffer_size(std::span<const std::size_t> extents,
+                                                              std::size_t need, std::size_t got) {
+  throw shape_error("typeshard: a block of shape " + shape_string(extents) + " needs " +
+                    std::to_string(need) + " elements, the buffer has " + std::to_string(got));
+}
+
+}  // namespace detail
+
 template <class T, std::size_t Rank, mesh_type Mesh, std::uint64_t Varying = 0>
 class block {
   static_assert(Rank >= 1, "typeshard: a block needs rank >= 1 (use extents {1} for a scalar)");
@@ -137,9 +150,8 @@ class block {
   block(const shard_context<Mesh>& context, const shape_type& extents, detail::buffer<T> data)
       : context_(context), extents_(extents), owned_(std::move(data)), data_(owned_.data()) {
     if (owned_.size() != host_tensor<T, Rank>::element_count(extents))
-      throw shape_error("typeshard: a block of shape " + to_string(extents) + " needs " +
-                        std::to_string(host_tensor<T, Rank>::element_count(extents)) +
-                        " elements, the buffer has " + std::to_string(owned_.size()));
+      detail::throw_block_buffer_size(extents, host_tensor<T, Rank>::element_count(extents),
+                                      owned_.size());
   }
 
   // A read-only view of elements owned elsewhere (an input array's shard); writing

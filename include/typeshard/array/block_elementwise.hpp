@@ -9,11 +9,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "block.hpp"
+#include "../core/config.hpp"
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/errors.hpp"
@@ -26,12 +28,18 @@ namespace detail {
 template <class B, class R, std::uint64_t V>
 using block_like = block<R, std::remove_cvref_t<B>::rank, typename std::remove_cvref_t<B>::mesh_type, V>;
 
+[[noreturn]] TYPESHARD_COLD inline void throw_block_shapes_differ(std::span<const std::size_t> a,
+                                                                std::span<const std::size_t> b,
+                                                                const char* op) {
+  throw shape_error(std::string("typeshard: ") + op + " of blocks of shapes " + shape_string(a) +
+                    " and " + shape_string(b) +
+                    "; elementwise operations on blocks need equal shapes");
+}
+
+// The message is built out of line (above): one copy per TU, not per pair of block types.
 template <class A, class B>
 void check_same_block_shape(const A& a, const B& b, const char* op) {
-  if (a.extents() != b.extents())
-    throw shape_error(std::string("typeshard: ") + op + " of blocks of shapes " +
-                      to_string(a.extents()) + " and " + to_string(b.extents()) +
-                      "; elementwise operations on blocks need equal shapes");
+  if (a.extents() != b.extents()) throw_block_shapes_differ(a.extents(), b.extents(), op);
 }
 
 template <class A, class F>

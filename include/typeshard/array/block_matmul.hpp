@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "block.hpp"
+#include "../core/config.hpp"
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/errors.hpp"
@@ -34,10 +36,22 @@ const auto& stored_block(const X& x) {
     return x;
 }
 
-// An operand's shape for a message: "(5, 3)", or "(5, 3) (transposed)" for a view.
-template <class X>
-std::string operand_shape(const X& x) {
-  return to_string(x.extents()) + (transposed_block<X> ? " (transposed)" : "");
+// block_product's failures, out of line: functions of values, one copy per TU (not a
+// message built in every product of block types). An operand's shape reads "(5, 3)", or
+// "(5, 3) (transposed)" for a view.
+[[noreturn]] TYPESHARD_COLD inline void throw_batch_extents_differ(std::size_t d, std::size_t a,
+                                                                 std::size_t b) {
+  throw shape_error("typeshard: matmul of blocks: batch dimension " + std::to_string(d) +
+                    " has extents " + std::to_string(a) + " and " + std::to_string(b) +
+                    "; batch extents must be equal");
+}
+[[noreturn]] TYPESHARD_COLD inline void throw_contracting_extents_differ(
+    std::span<const std::size_t> a, bool a_transposed, std::span<const std::size_t> b,
+    bool b_transposed, std::size_t k, std::size_t kb) {
+  throw shape_error("typeshard: matmul of blocks of shapes " + shape_string(a) +
+                    (a_transposed ? " (transposed)" : "") + " and " + shape_string(b) +
+                    (b_transposed ? " (transposed)" : "") + ": contracting extents " +
+                    std::to_string(k) + " and " + std::to_string(kb) + " differ");
 }
 
 }  // namespace detail
@@ -61,14 +75,9 @@ auto block_product(const A& a, const B& b) {
   for (std::size_t d = 0; d + 2 < R; ++d) {
     batch *= a.extent(d);
     if (RB == R && a.extent(d) != b.extent(d))
-      throw shape_error("typeshard: matmul of blocks: batch dimension " + std::to_string(d) +
-                        " has extents " + std::to_string(a.extent(d)) + " and " +
-                        std::to_string(b.extent(d)) + "; batch extents must be equal");
+      detail::throw_batch_extents_differ(d, a.extent(d), b.extent(d));
   }
-  if (k != kb)
-    throw shape_error("typeshard: matmul of blocks of shapes " + detail::operand_shape(a) +
-                      " and " + detail::operand_shape(b) + ": contracting extents " +
-                      std::to_string(k) + " and " + std::to_string(kb) + " differ");
+  if (k != kb) detail::throw_contracting_extents_differ(a.extents(), ta, b.extents(), tb, k, kb);
   shape<R> out_shape = a.extents();
   out_shape[R - 1] = n;
   detail::buffer<T> c(host_tensor<T, R>::element_count(out_shape));

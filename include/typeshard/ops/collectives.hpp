@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../backend/backend.hpp"
 #include "../array/block.hpp"
 #include "../detail/buffer.hpp"
@@ -88,12 +89,36 @@ constexpr dim_spec axes_list() {
   return d;
 }
 
+// The collectives' failures, out of line: functions of values, one copy per TU (not a
+// message built in every collective's instantiation).
+[[noreturn]] TYPESHARD_COLD inline void throw_dimension_out_of_rank(std::size_t dim,
+                                                                  std::size_t rank,
+                                                                  const char* op) {
+  throw usage_error(std::string("typeshard: ") + op + ": dimension " + std::to_string(dim) +
+                    " of a block of rank " + std::to_string(rank) +
+                    "; name a dimension below the rank");
+}
+[[noreturn]] TYPESHARD_COLD inline void throw_split_not_divisible(std::size_t split_axis,
+                                                                std::size_t extent,
+                                                                std::size_t group_size) {
+  throw shape_error("typeshard: all_to_all: split dimension " + std::to_string(split_axis) +
+                    " has extent " + std::to_string(extent) +
+                    ", not divisible by the group size " + std::to_string(group_size) +
+                    "; use an extent that is a multiple of the group size");
+}
+[[noreturn]] TYPESHARD_COLD inline void throw_bad_permutation_pair(std::size_t source,
+                                                                 std::size_t destination,
+                                                                 std::size_t group_size) {
+  throw usage_error("typeshard: ppermute: the pair (" + std::to_string(source) + ", " +
+                    std::to_string(destination) + ") is outside a group of " +
+                    std::to_string(group_size) + " or repeats a source or destination; " +
+                    "give each rank at most once as a source and once as a destination");
+}
+
 template <class B>
 void check_dimension(const B&, std::size_t dim, const char* op) {
   if (dim >= std::remove_cvref_t<B>::rank)
-    throw usage_error(std::string("typeshard: ") + op + ": dimension " + std::to_string(dim) +
-                      " of a block of rank " + std::to_string(std::remove_cvref_t<B>::rank) +
-                      "; name a dimension below the rank");
+    throw_dimension_out_of_rank(dim, std::remove_cvref_t<B>::rank, op);
 }
 
 template <class B, std::uint64_t V>
@@ -237,10 +262,7 @@ auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis) {
     detail::check_dimension(x, concat_axis, "all_to_all");
     const detail::mesh_group<Mesh> g = detail::group_here<Mesh, Axes...>(x.context().position());
     if (x.extent(split_axis) % g.size != 0)
-      throw shape_error("typeshard: all_to_all: split dimension " + std::to_string(split_axis) +
-                        " has extent " + std::to_string(x.extent(split_axis)) +
-                        ", not divisible by the group size " + std::to_string(g.size) +
-                        "; use an extent that is a multiple of the group size");
+      detail::throw_split_not_divisible(split_axis, x.extent(split_axis), g.size);
     const auto out_shape =
         detail::all_to_all_shape<T>(x.extents(), g.size, split_axis, concat_axis);
     detail::buffer<T> out(host_tensor<T, B::rank>::element_count(out_shape));
@@ -268,10 +290,7 @@ auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> p
     for (const auto& [source, destination] : perm) {
       if (source >= g.size || destination >= g.size || is_source[source] ||
           is_destination[destination])
-        throw usage_error("typeshard: ppermute: the pair (" + std::to_string(source) + ", " +
-                          std::to_string(destination) + ") is outside a group of " +
-                          std::to_string(g.size) + " or repeats a source or destination; " +
-                          "give each rank at most once as a source and once as a destination");
+        detail::throw_bad_permutation_pair(source, destination, g.size);
       is_source[source] = is_destination[destination] = true;
       if (source == g.rank) send_to = destination;
       if (destination == g.rank) recv_from = source;

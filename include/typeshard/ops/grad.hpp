@@ -114,6 +114,15 @@ gradient_t<P, List, I> gradient_of(const P& param, const grad_tape& tape,
   return *std::move(out);
 }
 
+// A loss of more than one element, out of line: a function of values, one copy per TU.
+[[noreturn]] TYPESHARD_COLD inline void throw_loss_not_one_element(std::size_t extent) {
+  // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
+  throw shape_error(std::string("typeshard: ts::value_and_grad: the loss has extent ")
+                        .append(std::to_string(extent))
+                        .append("; the differentiated function must return one element; "
+                                "fix: reduce it with ts::sum or ts::mean"));
+}
+
 template <std::size_t... Argnums>
 constexpr std::size_t max_argnum() {
   std::size_t m = 0;
@@ -180,11 +189,7 @@ class grad_function {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
       return 0;
     } else {
-      if (out.extent(0) != 1)
-        throw shape_error(std::string("typeshard: ts::value_and_grad: the loss has extent ")
-                              .append(std::to_string(out.extent(0)))
-                              .append("; the differentiated function must return one element; "
-                                      "fix: reduce it with ts::sum or ts::mean"));
+      if (out.extent(0) != 1) throw_loss_not_one_element(out.extent(0));
       if constexpr (Mode == grad_mode::plans) {
         std::vector<std::string> lines;
         for (std::size_t n = tape->nodes.size(); n-- > 0;)

@@ -192,6 +192,17 @@ void check_even_blocks(const A& a, std::size_t argument) {
                        argument);
 }
 
+// An argument on other devices than argument 0's, out of line: one copy per mesh type, not a
+// message built for every argument of every shard_mapped call.
+template <class Mesh>
+[[noreturn]] TYPESHARD_COLD void throw_argument_on_other_devices(std::size_t argument,
+                                                                 const device_mesh<Mesh>& got,
+                                                                 const device_mesh<Mesh>& first) {
+  throw device_mesh_error("typeshard: shard_map: argument " + std::to_string(argument) +
+                          " lives on " + got.to_string() + " but argument 0 on " +
+                          first.to_string() + "; put every argument on the same devices");
+}
+
 // An lvalue of T where a diagnostic has fired: declared only (the program never links, as it
 // never compiles), unlike std::declval usable in evaluated code.
 template <class T>
@@ -393,10 +404,7 @@ class shard_mapped {
     const device_mesh<Mesh>& m = std::get<0>(inputs).device_mesh();
     ((std::get<I>(inputs).device_mesh() == m
           ? void()
-          : throw device_mesh_error(
-                "typeshard: shard_map: argument " + std::to_string(I) + " lives on " +
-                std::get<I>(inputs).device_mesh().to_string() + " but argument 0 on " +
-                m.to_string() + "; put every argument on the same devices")),
+          : detail::throw_argument_on_other_devices(I, std::get<I>(inputs).device_mesh(), m)),
      ...);
 
     using R = std::remove_cvref_t<decltype(invoke(

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -133,11 +132,13 @@ auto to_contribution(const Raw& raw) {
 // a + b for two arrays of one type (two cotangents of one value, two contributions to one
 // parameter: the same mesh, layout and extents): element-wise operator+'s fast path
 // (zip_shards), without its checks and broadcasting for every type on the tape.
+[[noreturn]] TYPESHARD_COLD inline void throw_add_same_extents_differ() {
+  throw usage_error("typeshard: internal error (a typeshard bug, please report it): the "
+                    "gradient tape adds arrays of one type but different extents");
+}
 template <class C>
 C add_same(const C& a, const C& b) {
-  if (a.extents() != b.extents())
-    throw usage_error("typeshard: internal error (a typeshard bug, please report it): the "
-                      "gradient tape adds arrays of one type but different extents");
+  if (a.extents() != b.extents()) throw_add_same_extents_differ();
   return zip_shards<C>(a, b, fn::plus);
 }
 
@@ -149,10 +150,42 @@ struct grad_node {
   std::string (*describe)() = nullptr;  // the backward's plans, for ts::backward_plans
 };
 
+// An op's backward closure, owned and called once: std::function without what the tape never
+// uses (copying, target_type), so each closure compiles a call and a delete, not a manager
+// that clones it (copying every array it captures) and reports its typeid.
+template <class Cot>
+class pull_fn {
+ public:
+  pull_fn() = default;
+  template <class F>
+  pull_fn& operator=(F f) {
+    reset();
+    obj_ = new F(std::move(f));
+    call_ = [](void* o, const Cot& g) { (*static_cast<F*>(o))(g); };
+    destroy_ = [](void* o) { delete static_cast<F*>(o); };
+    return *this;
+  }
+  pull_fn(const pull_fn&) = delete;
+  pull_fn& operator=(const pull_fn&) = delete;
+  ~pull_fn() { reset(); }
+
+  explicit operator bool() const { return obj_ != nullptr; }
+  void operator()(const Cot& g) const { call_(obj_, g); }
+  void reset() {
+    if (obj_) destroy_(obj_);
+    obj_ = nullptr;
+  }
+
+ private:
+  void* obj_ = nullptr;
+  void (*call_)(void*, const Cot&) = nullptr;
+  void (*destroy_)(void*) = nullptr;
+};
+
 template <class Cot>
 struct value_node final : grad_node {
   std::optional<Cot> grad;
-  std::function<void(const Cot&)> pull;
+  pull_fn<Cot> pull;
 
   void add(const Cot& c) {
     if (grad)
@@ -163,7 +196,7 @@ struct value_node final : grad_node {
   void backward() override {
     if (grad && pull) pull(*grad);
     grad.reset();  // free it as soon as it has been used
-    pull = nullptr;
+    pull.reset();
   }
 };
 
@@ -171,9 +204,12 @@ struct value_node final : grad_node {
 template <class T>
 inline constexpr char type_key = 0;
 
-// A parameter's contributions, one sum per contribution type.
+// A parameter's contributions, one sum per contribution type. Each sum is owned alone (a
+// unique_ptr with a delete per type, not a shared_ptr's control block: a vtable, typeinfo
+// and four functions per contribution type).
 struct leaf_store {
-  std::vector<std::pair<const void*, std::shared_ptr<void>>> parts;
+  using part_ptr = std::unique_ptr<void, void (*)(void*)>;
+  std::vector<std::pair<const void*, part_ptr>> parts;
 
   template <class C>
   void add(const C& c) {
@@ -183,7 +219,8 @@ struct leaf_store {
         sum = add_same(sum, c);
         return;
       }
-    parts.emplace_back(&type_key<C>, std::make_shared<C>(c));
+    parts.emplace_back(&type_key<C>,
+                       part_ptr(new C(c), [](void* p) { delete static_cast<C*>(p); }));
   }
   template <class C>
   const C* find() const {

@@ -305,6 +305,18 @@ auto sum_leading(const V& v, std::index_sequence<I...>) {
     return typeshard::sum<static_cast<int>(I)...>(v);
 }
 
+// reduce_to's failure, out of line: a function of values, one copy per TU.
+[[noreturn]] TYPESHARD_COLD inline void throw_dynamic_stretch(std::size_t d, std::size_t to) {
+  // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
+  throw shape_error(std::string("typeshard: ts::value_and_grad: operand dimension ")
+                        .append(std::to_string(d))
+                        .append(" of dynamic extent 1 stretches to ")
+                        .append(std::to_string(to))
+                        .append(" in a broadcast; its gradient needs that known at compile "
+                                "time; fix: give the stretching dimension static extent 1 "
+                                "(ts::extents<..., 1, ...>)"));
+}
+
 // v (the shape of a broadcast result) summed to the shape of an operand of type A with
 // extents `a_extents`.
 template <class A, class V>
@@ -313,13 +325,7 @@ auto reduce_to(const V& v, const shape<A::rank>& a_extents) {
   for (std::size_t d = 0; d < A::rank; ++d)
     if (a_extents[d] == 1 && v.extent(lead + d) != 1 &&
         !(A::extents_type::static_extents[d] == 1))
-      throw shape_error(std::string("typeshard: ts::value_and_grad: operand dimension ")
-                            .append(std::to_string(d))
-                            .append(" of dynamic extent 1 stretches to ")
-                            .append(std::to_string(v.extent(lead + d)))
-                            .append(" in a broadcast; its gradient needs that known at compile "
-                                    "time; fix: give the stretching dimension static extent 1 "
-                                    "(ts::extents<..., 1, ...>)"));
+      throw_dynamic_stretch(d, v.extent(lead + d));
   auto s = sum_leading(v, std::make_index_sequence<lead>{});
   return sum_stretched<A>(s, std::make_index_sequence<stretched<A, V>::count>{});
 }
