@@ -141,10 +141,6 @@ TYPESHARD_NOINLINE std::vector<shard<T, Rank>> addressable_shards_of(
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_ADDRESSABLE_SHARDS_INSTANCE, extern template)
 #endif
 
-}  // namespace detail
-
-namespace detail {
-
 // What an array holds: its device mesh, extents and shared blocks. A type of the element type,
 // mesh and rank only, so that every array type of those (every spec, static extents and
 // unreduced axes) shares one destructor (two shared_ptr releases, ~0.3 KB of code) instead
