@@ -138,7 +138,8 @@ class basic_cpu_devices final : public backend {
       const collective_group& g, std::uint64_t signature, const void* send, void* recv,
       send_info info, detail::function_ref<void(std::span<const detail::thread_call>)> work);
 
-  // The device threads, one array (workers never move: each thread holds its own).
+  // The device threads: one array, not a vector of pointers (a worker never moves, and its
+  // thread refers to it for its whole life).
   std::size_t device_count_ = 0;
   std::unique_ptr<worker[]> workers_;
   std::mutex run_mutex_;

@@ -134,8 +134,9 @@ TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string
   table.cells.reserve(rows * cols);
   for (std::size_t k = 0; k < boxes.size(); ++k) {
     box_of_devices& b = boxes[k];
-    // Sorted by insertion, in place: a box holds few devices, and std::sort would cost every
-    // TU that draws (header-only) its dozen helper templates.
+    // Sorted by insertion, in place: quadratic in a box's devices (at most the mesh's, once
+    // per picture), and std::sort would cost every TU that draws (header-only) its dozen
+    // helper templates.
     for (std::size_t i = 1; i < b.devices.size(); ++i) {
       const device_id d = b.devices[i];
       std::size_t j = i;
