@@ -59,11 +59,18 @@ namespace detail {
 template <class T, gemm_isa Isa>
 struct gemm_blocking {
   // AVX2 (and the portable kernel, which computes the same tile): 6 rows x 2 vectors of 256
-  // bits = 12 of the 16 registers. Strip of B 16 KiB (float), block of A ~96 KiB.
+  // bits = 12 of the 16 registers.
   static constexpr std::size_t mr = 6;
   static constexpr std::size_t nr = 2 * (32 / sizeof(T));  // 16 floats, 8 doubles
-  static constexpr std::size_t kc = 256;
-  static constexpr std::size_t mc = 16 * mr;               // 96 rows
+  // AVX2: a deep slab and a short block of A, measured on Zen 3 (32 KiB L1, 512 KiB L2), an
+  // AVX2-only CPU, where this kernel runs whenever no BLAS is linked. Against OpenBLAS's Zen
+  // kernel in the same process, alternating, kc = 512 with mc = 24 rows took 1.0-1.1x its
+  // time; the earlier kc = 256 with mc = 96 took 1.2-1.3x (it was at par with OpenBLAS's
+  // Haswell kernel on Zen 5 with AVX2 forced, and stays for the portable kernel). C's tile
+  // is loaded and stored half as often, the strip of B (32 KiB) streams from L1 and L2, and
+  // the short block of A (~50 KiB) stays in L2 (docs/reference/kernels/gemm.md).
+  static constexpr std::size_t kc = Isa == gemm_isa::avx2 ? 512 : 256;
+  static constexpr std::size_t mc = (Isa == gemm_isa::avx2 ? 4 : 16) * mr;  // 24 / 96 rows
   static constexpr std::size_t nc = 2048 / sizeof(T) * 4;  // 2048 floats, 1024 doubles
   // AVX2 packs A by rows, as AVX-512 does (see there; its pack_a took ~3% of a 1024 x 1024 x
   // 2048 float product); the portable kernel reads it interleaved (pack_a).
