@@ -158,18 +158,27 @@ void check_case(gemm_impl which, kernels::gemm_ops ops, std::size_t m, std::size
 struct gemm_blocks {
   std::size_t mr, nr, kc, mc, nc;
 };
+template <class T, kernels::gemm_isa Isa>
+gemm_blocks blocks_at() {
+  using b = kernels::detail::gemm_blocking<T, Isa>;
+  return {b::mr, b::nr, b::kc, b::mc, b::nc};
+}
 template <class T>
 gemm_blocks blocks_of(gemm_impl which) {
   using kernels::gemm_isa;
-  using kernels::detail::gemm_blocking;
-  if (which == gemm_impl::packed_avx512 ||
-      (which == gemm_impl::dispatch && !kernels::gemm_uses_blas() &&
-       kernels::gemm_isa_active() == gemm_isa::avx512)) {
-    using b = gemm_blocking<T, gemm_isa::avx512>;
-    return {b::mr, b::nr, b::kc, b::mc, b::nc};
+  // kernels::gemm runs typeshard's kernel at the active level unless it calls the BLAS, whose
+  // blocking is its own (the AVX2 one stands in for it).
+  const gemm_isa level =
+      which == gemm_impl::packed_avx512     ? gemm_isa::avx512
+      : which == gemm_impl::packed_portable ? gemm_isa::portable
+      : which == gemm_impl::dispatch && !kernels::gemm_uses_blas() ? kernels::gemm_isa_active()
+                                                                    : gemm_isa::avx2;
+  switch (level) {
+    case gemm_isa::avx512: return blocks_at<T, gemm_isa::avx512>();
+    case gemm_isa::portable: return blocks_at<T, gemm_isa::portable>();
+    case gemm_isa::avx2: break;
   }
-  using b = gemm_blocking<T, gemm_isa::avx2>;
-  return {b::mr, b::nr, b::kc, b::mc, b::nc};
+  return blocks_at<T, gemm_isa::avx2>();
 }
 
 }  // namespace ts_test
