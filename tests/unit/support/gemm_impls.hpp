@@ -166,13 +166,13 @@ gemm_blocks blocks_at() {
 template <class T>
 gemm_blocks blocks_of(gemm_impl which) {
   using kernels::gemm_isa;
-  // kernels::gemm runs typeshard's kernel at the active level unless it calls the BLAS, whose
-  // blocking is its own (the AVX2 one stands in for it).
-  const gemm_isa level =
-      which == gemm_impl::packed_avx512     ? gemm_isa::avx512
-      : which == gemm_impl::packed_portable ? gemm_isa::portable
-      : which == gemm_impl::dispatch && !kernels::gemm_uses_blas() ? kernels::gemm_isa_active()
-                                                                    : gemm_isa::avx2;
+  // The packed paths run at their own level; kernels::gemm at the active one unless it calls
+  // the BLAS, whose blocking is its own (the AVX2 one stands in for it, as for gemm_cblas).
+  const bool blas = which == gemm_impl::cblas ||
+                    (which == gemm_impl::dispatch && kernels::gemm_uses_blas());
+  const gemm_isa level = blas                           ? gemm_isa::avx2
+                         : which == gemm_impl::dispatch ? kernels::gemm_isa_active()
+                                                        : isa_of(which);
   switch (level) {
     case gemm_isa::avx512: return blocks_at<T, gemm_isa::avx512>();
     case gemm_isa::portable: return blocks_at<T, gemm_isa::portable>();
