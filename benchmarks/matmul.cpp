@@ -15,6 +15,10 @@
 //                                  an output spec: the unreduced product)
 //   part/memcpy/<case>/N           on both devices at once, a memcpy of the bytes the plan
 //                                  moves per device (matmul_plan::bytes_per_device)
+//   matmul/8_devices/kernel_slots/N  A[data, None] . B[None, model] on a 2 x 4 mesh of 8 devices
+//                                  on cpu_devices{8}: as many GEMMs at once as cores, the long
+//                                  ones pinned (backend/threads.hpp); N = 128, 512, 1024
+//   matmul/8_devices/no_slots/N    the same on cpu_devices{8, 8}: every device's GEMM at once
 // The all_gather case's local GEMMs are exactly matmul/no_comm (same block sizes), so its
 // parts are no_comm + part/memcpy/all_gather. After the run a summary prints the medians'
 // ratios: no_comm / baseline throughput (target >= 0.9) and case / (local gemm + memcpy)
@@ -207,6 +211,39 @@ BENCHMARK(memcpy_part<rows_x, rows_x, rows_x>)->Name("part/memcpy/all_gather")->
 BENCHMARK(sharded<cols_x, rows_x, replicated>)->Name("matmul/all_reduce")->Apply(configure);
 BENCHMARK(sharded<cols_x, rows_x, ts::auto_out>)->Name("part/local_gemm_reduce")->Apply(configure);
 BENCHMARK(memcpy_part<cols_x, rows_x, replicated>)->Name("part/memcpy/all_reduce")->Apply(configure);
+
+// ---- 8 devices on the machine's cores: what the kernel slots cost or save ----------------
+
+using mesh_2x4 = ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>;
+
+ts::cpu_devices& eight_devices(bool kernel_slots) {
+  static ts::cpu_devices with_slots{8};        // at most one GEMM per core at once
+  static ts::cpu_devices without_slots{8, 8};  // every device's GEMM at once
+  return kernel_slots ? with_slots : without_slots;
+}
+
+template <bool KernelSlots>
+void eight_device_matmul(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  ts::cpu_devices& pool = eight_devices(KernelSlots);
+  const ts::device_mesh<mesh_2x4> mesh{pool};
+  const problem& p = problem_for(n);
+  const auto A = ts::device_put<ts::spec<"data", none>>(mesh, p.a);
+  const auto B = ts::device_put<ts::spec<none, "model">>(mesh, p.b);
+  for (auto _ : state) {
+    auto C = ts::matmul(A, B);
+    benchmark::DoNotOptimize(C.local_data(0).data());
+  }
+  set_counters(state, n);
+  state.SetLabel(std::to_string(pool.concurrent_kernels()) + " kernel slots");
+}
+
+void configure_eight(benchmark::internal::Benchmark* b) {
+  b->Arg(128)->Arg(512)->Arg(1024)->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+BENCHMARK(eight_device_matmul<true>)->Name("matmul/8_devices/kernel_slots")->Apply(configure_eight);
+BENCHMARK(eight_device_matmul<false>)->Name("matmul/8_devices/no_slots")->Apply(configure_eight);
 
 // ---- the summary: ratios of the medians (or of the single runs) ---------------------------
 

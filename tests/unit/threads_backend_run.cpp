@@ -7,8 +7,8 @@
 // Every multi-device call runs under ts_test::within (support/watchdog.hpp), so a deadlock
 // fails the test instead of hanging it; the bodies that must run concurrently meet at a
 // ts_test::rendezvous, which the bodies could not all reach if they ran one after another.
-// Kernel slots (backend::kernel_slot) bound how many heavy kernels run at once, and a
-// collective between two slots never deadlocks.
+// Kernel slots (backend::kernel_slot) bound how many heavy kernels run at once, pin only the
+// long ones to a core, and a collective between two slots never deadlocks.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -26,6 +26,9 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include <typeshard/typeshard.hpp>
 
@@ -445,7 +448,8 @@ TEST_CASE("kernel slots: at most concurrent_kernels() at once; collectives betwe
     pool->run(ids, [&](std::size_t i) {
       for (int k = 0; k < 20; ++k) {
         {
-          const ts::backend::kernel_slot slot = pool->acquire_kernel_slot();
+          const ts::backend::kernel_slot slot =
+              pool->acquire_kernel_slot(ts::cpu_devices::pinned_kernel_multiply_adds);
           const int now = ++running;
           int high = most.load();
           while (now > high && !most.compare_exchange_weak(high, now)) {
@@ -468,6 +472,48 @@ TEST_CASE("kernel slots: at most concurrent_kernels() at once; collectives betwe
   CHECK(s.most_at_once <= static_cast<int>(slots));
   for (const float v : s.sums) CHECK(v == 20.0f * devices);
 }
+
+#if defined(__linux__)
+TEST_CASE("kernel slots: a long kernel runs pinned to a core, a short one where it is",
+          "[threads][kernel_slot]") {
+  // The calling thread's affinity mask (how many cores it may run on) inside a slot taken for
+  // a kernel of the pinning size, after it, and inside a slot for a kernel one multiply-add
+  // shorter. 4 devices on 1 slot, so slots are in use.
+  cpu_set_t process;
+  REQUIRE(sched_getaffinity(0, sizeof process, &process) == 0);
+  const int cores = CPU_COUNT(&process);
+  constexpr std::size_t devices = 4;
+  auto pool = std::make_shared<ts::cpu_devices>(devices, 1);
+  struct cores_seen {
+    int in_long = 0, after_long = 0, in_short = 0;
+  };
+  const std::vector<cores_seen> seen = ts_test::within(limit, "pinned kernel slots", [pool] {
+    std::vector<cores_seen> s(devices);
+    pool->run(iota_devices(devices), [&](std::size_t i) {
+      const auto allowed = [] {
+        cpu_set_t set;
+        return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+      };
+      constexpr std::size_t pin_size = ts::cpu_devices::pinned_kernel_multiply_adds;
+      {
+        const ts::backend::kernel_slot slot = pool->acquire_kernel_slot(pin_size);
+        s[i].in_long = allowed();
+      }
+      s[i].after_long = allowed();
+      {
+        const ts::backend::kernel_slot slot = pool->acquire_kernel_slot(pin_size - 1);
+        s[i].in_short = allowed();
+      }
+    });
+    return s;
+  });
+  for (const cores_seen& s : seen) {
+    CHECK(s.in_long == (cores >= 2 ? 1 : cores));  // one core: nothing to pin to
+    CHECK(s.after_long == cores);
+    CHECK(s.in_short == cores);
+  }
+}
+#endif
 
 TEST_CASE("kernel slots: by default the cores this process may use; zero is an error",
           "[threads][kernel_slot]") {

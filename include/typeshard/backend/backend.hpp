@@ -213,10 +213,14 @@ class backend {
   // from the core's caches every few milliseconds, and both run slower than one after the
   // other. A slot is never held across a collective (every device holding one is computing,
   // so a device waiting for one never waits on a peer that waits on it). Backends with a core
-  // per device (MPI ranks) hand slots out for free.
+  // per device (MPI ranks) hand slots out for free. `multiply_adds` is the kernel's size (a
+  // GEMM's m * n * k, summed over a batch): the thread pool also pins a kernel to a core, but
+  // only a long one (threads.hpp).
   class [[nodiscard]] kernel_slot {
    public:
-    explicit kernel_slot(backend& b) : backend_(&b) { b.do_acquire_kernel_slot(); }
+    kernel_slot(backend& b, std::size_t multiply_adds) : backend_(&b) {
+      b.do_acquire_kernel_slot(multiply_adds);
+    }
     kernel_slot(const kernel_slot&) = delete;
     kernel_slot& operator=(const kernel_slot&) = delete;
     ~kernel_slot() { backend_->do_release_kernel_slot(); }
@@ -224,7 +228,9 @@ class backend {
    private:
     backend* backend_;
   };
-  kernel_slot acquire_kernel_slot() { return kernel_slot(*this); }
+  kernel_slot acquire_kernel_slot(std::size_t multiply_adds) {
+    return kernel_slot(*this, multiply_adds);
+  }
 
  protected:
   // Where the calling thread is: inside a per-device function of this backend's current
@@ -237,7 +243,7 @@ class backend {
   virtual body_position current_body() const = 0;
 
   // The kernel_slot's primitives (see above); by default every device may run a kernel.
-  virtual void do_acquire_kernel_slot() {}
+  virtual void do_acquire_kernel_slot(std::size_t /*multiply_adds*/) {}
   virtual void do_release_kernel_slot() noexcept {}
 
   // How many devices there are, said in the backend's terms, for the message naming a

@@ -76,9 +76,16 @@ class basic_cpu_devices final : public backend {
   std::string_view platform() const override { return "cpu"; }
   std::size_t concurrent_kernels() const { return kernel_slots_; }
 
+  // A kernel of at least this many multiply-adds (about a millisecond of a core's float GEMM)
+  // holding a slot is also pinned to a core of its own while it runs: long kernels are what
+  // the scheduler time-slices. A shorter one is not: pinning and unpinning move the thread
+  // between cores, which measured ~20 us per kernel on a 2-core Zen 3, and doubled the time
+  // of a 128 x 128 matmul on 8 devices (benchmarks/matmul.cpp, "matmul/8_devices").
+  static constexpr std::size_t pinned_kernel_multiply_adds = std::size_t{1} << 25;
+
  protected:
   body_position current_body() const override;
-  void do_acquire_kernel_slot() override;
+  void do_acquire_kernel_slot(std::size_t multiply_adds) override;
   void do_release_kernel_slot() noexcept override;
   std::string devices_summary() const override;
 
@@ -152,7 +159,7 @@ class basic_cpu_devices final : public backend {
   std::condition_variable kernel_slot_free_;
   // The cores of the process's affinity mask when the pool was made (Linux; empty where a
   // kernel is not pinned: one core, or more slots than cores), and whether a running kernel
-  // holds each (under kernel_mutex_): each kernel runs pinned to a core of its own.
+  // holds each (under kernel_mutex_): each long kernel runs pinned to a core of its own.
   struct kernel_core {
     int cpu = 0;
     bool taken = false;

@@ -94,10 +94,17 @@ std::vector<buffer<T>> run_einsum_on(const einsum_equation& eq, const einsum_cho
       };
       const block& a = ops[lhs];
       const block& b = ops[rhs];
-      local_einsum<T, R>(eq, a.data, local_shape_of(mv, a.held, a.global, p), origin(a),
-                         local_shape_of(mv, a.spec, a.global, p), b.data,
-                         local_shape_of(mv, b.held, b.global, p), origin(b),
-                         local_shape_of(mv, b.spec, b.global, p), c0.data(), c_loc);
+      const shape<R> a_want = local_shape_of(mv, a.spec, a.global, p);
+      const shape<R> b_want = local_shape_of(mv, b.spec, b.global, p);
+      // The product's multiply-adds: every letter's local extent once (lhs's letters, then
+      // the letters only rhs has).
+      std::size_t multiply_adds = host_tensor<T, R>::element_count(a_want);
+      for (std::size_t r = 0; r < eq.rhs_rank; ++r)
+        if (!eq.in_lhs(eq.rhs[r])) multiply_adds *= b_want[r];
+      const backend::kernel_slot slot = bk.acquire_kernel_slot(multiply_adds);
+      local_einsum<T, R>(eq, a.data, local_shape_of(mv, a.held, a.global, p), origin(a), a_want,
+                         b.data, local_shape_of(mv, b.held, b.global, p), origin(b), b_want,
+                         c0.data(), c_loc);
       ops[lhs] = block{};  // free the gathered operands before the output's collectives
       ops[rhs] = block{};
       ops[res] = block(nullptr, c.local, c_global);

@@ -131,7 +131,11 @@ std::vector<buffer<T>> run_matmul_on(const matmul_choice<Rank>& c, backend& bk,
     run_steps<T, Rank>(bk, mv, p, steps_span(list), std::span<block>(x),
                        [&](std::span<block> ops) {
                          const shape<Rank> c_loc = local_shape_of(mv, c.local, c_global, p);
-                         buffer<T> c0(host_tensor<T, Rank>::element_count(c_loc));
+                         const std::size_t c_count = host_tensor<T, Rank>::element_count(c_loc);
+                         buffer<T> c0(c_count);
+                         const std::size_t k =
+                             local_shape_of(mv, ops[lhs].spec, a_global, p)[D::lhs_j];
+                         const backend::kernel_slot slot = bk.acquire_kernel_slot(c_count * k);
                          local_matmul<T, Rank>(mv, p, ops[lhs], ops[rhs], c0.data(), c_loc);
                          ops[lhs] = block{};  // free the gathered operands before the
                          ops[rhs] = block{};  // output's collectives

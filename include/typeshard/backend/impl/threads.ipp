@@ -371,18 +371,19 @@ inline std::size_t& pinned_kernel_core() {
 }
 }  // namespace detail
 
-// A kernel holding a slot is pinned to a core no other kernel holds (the one it is on, if
-// free), and unpinned when it gives the slot back. Unpinned, the scheduler sometimes ran two
-// GEMMs time-sliced on one core while the other idled (a woken thread queued behind a
-// running one, a cache-hot task the balancer will not move for some milliseconds).
+// A long kernel holding a slot is pinned to a core no other kernel holds (the one it is on,
+// if free), and unpinned when it gives the slot back. Unpinned, the scheduler sometimes ran
+// two GEMMs time-sliced on one core while the other idled (a woken thread queued behind a
+// running one, a cache-hot task the balancer will not move for some milliseconds). A short
+// kernel ends before that matters, and the two moves would cost more than it (threads.hpp).
 template <class Unused>
-void basic_cpu_devices<Unused>::do_acquire_kernel_slot() {
+void basic_cpu_devices<Unused>::do_acquire_kernel_slot(std::size_t multiply_adds) {
   if (kernel_slots_ >= device_count_) return;
   std::unique_lock lock(kernel_mutex_);
   kernel_slot_free_.wait(lock, [&] { return kernels_running_ < kernel_slots_; });
   ++kernels_running_;
 #if defined(__linux__)
-  if (kernel_cores_.empty()) return;
+  if (kernel_cores_.empty() || multiply_adds < pinned_kernel_multiply_adds) return;
   const int here = sched_getcpu();
   std::size_t pick = kernel_cores_.size();
   for (std::size_t i = 0; i < kernel_cores_.size(); ++i) {

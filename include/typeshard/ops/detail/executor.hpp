@@ -132,13 +132,13 @@ void run_step(backend& b, const mesh_value& m, std::size_t p, const step<Rank>& 
 }
 
 // Runs `steps` at position p on the operands (indexed by step_operand); a local_gemm step
-// calls gemm(operands), holding one of the backend's kernel slots.
+// calls gemm(operands), which holds one of the backend's kernel slots (backend.hpp) around
+// its product: only it knows the product's size, which the slot is taken with.
 template <class T, std::size_t Rank, class Gemm>
 void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const step<Rank>> steps,
                std::span<operand_block<T, Rank>> operands, Gemm&& gemm) {
   for (const step<Rank>& s : steps) {
     if (s.kind == step_kind::local_gemm) {
-      const backend::kernel_slot slot = b.acquire_kernel_slot();  // see backend.hpp
       gemm(operands);
     } else {
       run_step<T, Rank>(b, m, p, s, operands[static_cast<std::size_t>(s.operand)]);
