@@ -18,6 +18,7 @@
 // TYPESHARD_SEPARATE_COMPILATION; see config.hpp).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -127,6 +128,9 @@ class basic_cpu_devices final : public backend {
     detail::thread_job* job = nullptr;
     std::size_t index = 0;  // this device's position in job's run
     bool stop = false;
+    // Set with job or stop (under mutex), cleared when the job is taken: what the thread
+    // polls while it waits briefly before blocking on `wake` (threads.ipp, work).
+    std::atomic<bool> signaled{false};
   };
 
   // What one member passes to the group's rendezvous besides its buffers (permute only).
