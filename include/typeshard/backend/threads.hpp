@@ -80,8 +80,7 @@ class basic_cpu_devices final : public backend {
   // A kernel of at least this many multiply-adds (about a millisecond of a core's float GEMM)
   // holding a slot is also pinned to a core of its own while it runs: long kernels are what
   // the scheduler time-slices. A shorter one is not: pinning and unpinning move the thread
-  // between cores, which measured ~20 us per kernel on a 2-core Zen 3, and doubled the time
-  // of a 128 x 128 matmul on 8 devices (benchmarks/matmul.cpp, "matmul/8_devices").
+  // between cores, which cost more than a short kernel (docs/reference/backend/threads.md).
   static constexpr std::size_t pinned_kernel_multiply_adds = std::size_t{1} << 25;
 
  protected:

@@ -64,9 +64,9 @@ struct gemm_blocking {
   static constexpr std::size_t nr = 2 * (32 / sizeof(T));  // 16 floats, 8 doubles
   // AVX2: a deep slab and a short block of A, measured on Zen 3 (32 KiB L1, 512 KiB L2), an
   // AVX2-only CPU, where this kernel runs whenever no BLAS is linked. Against OpenBLAS's Zen
-  // kernel in the same process, alternating, float products took 1.03-1.15x its time with
-  // kc = 512 and mc = 24 rows, 1.2-1.35x with the earlier kc = 256 and mc = 96 (double: the
-  // same within the noise). The earlier blocking was at par with OpenBLAS's Haswell kernel
+  // kernel in the same process, alternating, float products took 1.03-1.27x its time with
+  // kc = 512 and mc = 24 rows over two sessions, 1.2-1.35x with the earlier kc = 256 and
+  // mc = 96 (double: the same within the noise). The earlier blocking was at par with OpenBLAS's Haswell kernel
   // on Zen 5 with AVX2 forced, and stays for the portable kernel. C's tile is loaded and
   // stored half as often, the strip of B (32 KiB) streams from L1 and L2, and the short block
   // of A (~50 KiB) stays in L2 (docs/reference/kernels/gemm.md).

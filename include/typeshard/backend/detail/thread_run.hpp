@@ -25,16 +25,11 @@ namespace typeshard::detail {
 
 // Waits up to `thread_handoff_wait` for pred() to hold, giving the core away at each check,
 // before the caller blocks on a condition variable (a device waiting for work or for its
-// collective's members, the caller waiting for the devices). Handing work to a thread that
-// sleeps in a condition variable, and back, cost 50-200 us per multi-device operation on the
-// 2-core virtual machines here (two futex wake-ups and the scheduling after each), more than a
-// small operation's work: an empty run on 8 devices took ~100-200 us, a 128 x 128 matmul on
-// them 170-350 us. A device thread that finished one operation and the caller waiting for the
-// devices of the current one usually see the next step within this window, and then never
-// sleep: 1-13 us for the empty run, 70-95 us for that matmul, the same within noise from 512 x
-// 512 up (windows of 20 and 50 us caught fewer handoffs). It yields rather than spins, so with
-// more devices than cores it does not take the core from a device that is computing (a pause-
-// instruction spin made the empty run on 8 devices 3x slower).
+// collective's members, the caller waiting for the devices). Waking a thread that sleeps in a
+// condition variable took longer than a small operation's work on the machines here; the next
+// step usually comes within this window. It yields rather than spins, so with more devices
+// than cores it does not take the core from a device that is computing. Measurements:
+// docs/reference/backend/threads.md, "Handing work over".
 inline constexpr std::chrono::microseconds thread_handoff_wait{200};
 template <class Pred>
 void wait_briefly(Pred pred) {
