@@ -47,7 +47,9 @@ TEST_CASE("device_put from a block function equals device_put from the host data
           "[sharded_array][device_put]") {
   ts::cpu_devices devices{4};
   ts::device_mesh<mesh_2x2> m{devices};
-  std::mt19937 rng(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  INFO("seed " << seed);  // the values are random: a failure names the seed that replays it
+  std::mt19937 rng(seed);
   std::uniform_int_distribution<int> value(-50, 50);
   for (const ts::shape<2> e : {ts::shape<2>{8, 4}, ts::shape<2>{5, 3}, ts::shape<2>{1, 0}}) {
     ts::host_tensor<int, 2> host(e);
