@@ -1,8 +1,10 @@
 // Collectives on the thread-pool backend: all_gather, psum (all-reduce) and psum_scatter
 // (reduce-scatter) on 2, 4 and 8 devices, each beside a 2-thread memcpy of the same bytes
-// in the same run, so the numbers read against what the machine's memory can do.
+// in the same run, so the numbers read against what the machine's memory can do; and, at
+// small sizes ("small/..."), what one collective costs where the bytes are nothing: the
+// handoffs between the devices' threads, beside an empty multi-device run.
 //
-//   bench_collectives                         # 1, 16 and 256 MiB (short)
+//   bench_collectives                         # 1, 16 and 256 MiB, and 4 B to 64 KiB (short)
 //   bench_collectives --sizes=all             # every power of two from 1 to 256 MiB
 //   bench_collectives --benchmark_filter=psum # any Google Benchmark flag works too
 //
@@ -18,6 +20,7 @@
 // in the numbers: it is what a user pays).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -56,11 +59,12 @@ buffers allocate(std::size_t n, std::size_t in_elements, std::size_t out_element
   return b;
 }
 
-template <kind K>
+// Size S = range(1) * Unit bytes (Unit: MiB for the bandwidth rows, 1 for the small ones).
+template <kind K, std::size_t Unit>
 void collective(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  const auto bytes = static_cast<std::size_t>(state.range(1)) * MiB;
-  const std::size_t elements = bytes / sizeof(float);
+  const auto bytes = static_cast<std::size_t>(state.range(1)) * Unit;
+  const std::size_t elements = std::max(bytes / sizeof(float), n);  // at least one per device
   const std::size_t in_elements = K == kind::all_gather ? elements / n : elements;
   const std::size_t out_elements = K == kind::psum_scatter ? elements / n : elements;
   buffers b = allocate(n, in_elements, out_elements);
@@ -82,9 +86,15 @@ void collective(benchmark::State& state) {
     });
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * bytes));
-  state.counters["devices"] = static_cast<double>(n);
-  state.counters["MiB"] = static_cast<double>(bytes / MiB);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * elements * sizeof(float)));
+}
+
+// The floor of the small rows: one multi-device run whose devices do nothing.
+void empty_run(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<std::size_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = i;
+  for (auto _ : state) pool().run(ids, [](std::size_t) {});
 }
 
 // The baseline: n * S bytes copied by two devices of the same pool, half each.
@@ -101,8 +111,6 @@ void memcpy_2_threads(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * bytes));
-  state.counters["devices"] = static_cast<double>(n);
-  state.counters["MiB"] = static_cast<double>(bytes / MiB);
 }
 
 void register_all(const std::vector<std::int64_t>& sizes_mib) {
@@ -112,11 +120,26 @@ void register_all(const std::vector<std::int64_t>& sizes_mib) {
         b->Args({n, s})->ArgNames({"devices", "MiB"})->UseRealTime()->Unit(benchmark::kMillisecond);
         b->MinTime(0.1);
       };
-      configure(benchmark::RegisterBenchmark("all_gather", collective<kind::all_gather>));
-      configure(benchmark::RegisterBenchmark("psum", collective<kind::psum>));
-      configure(benchmark::RegisterBenchmark("psum_scatter", collective<kind::psum_scatter>));
+      configure(benchmark::RegisterBenchmark("all_gather", collective<kind::all_gather, MiB>));
+      configure(benchmark::RegisterBenchmark("psum", collective<kind::psum, MiB>));
+      configure(benchmark::RegisterBenchmark("psum_scatter", collective<kind::psum_scatter, MiB>));
       configure(benchmark::RegisterBenchmark("memcpy_2_threads", memcpy_2_threads));
     }
+  // Small: 4 bytes (one float, or one per device: psum_scatter and all_gather need n), 4 KiB
+  // and 64 KiB, in microseconds.
+  for (std::int64_t n : {2, 4, 8}) {
+    auto configure = [&](benchmark::internal::Benchmark* b, std::int64_t bytes) {
+      b->Args({n, bytes})->ArgNames({"devices", "bytes"})->UseRealTime();
+      b->Unit(benchmark::kMicrosecond)->MinTime(0.1);
+    };
+    configure(benchmark::RegisterBenchmark("small/empty_run", empty_run), 0);
+    for (std::int64_t bytes : {4, 4096, 65536}) {
+      configure(benchmark::RegisterBenchmark("small/all_gather", collective<kind::all_gather, 1>), bytes);
+      configure(benchmark::RegisterBenchmark("small/psum", collective<kind::psum, 1>), bytes);
+      configure(benchmark::RegisterBenchmark("small/psum_scatter", collective<kind::psum_scatter, 1>),
+                bytes);
+    }
+  }
 }
 
 }  // namespace
