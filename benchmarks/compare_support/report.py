@@ -261,7 +261,7 @@ runs (the report's GEMM table says, per contender):
   [benchmarks/results/gemm.md](../benchmarks/results/gemm.md).
 - **the linked OpenBLAS** (pthread build, one thread per call) on CPUs with AVX2 but not
   AVX-512, where its AVX2 kernels are faster than typeshard's (by a few percent on Zen 5 with
-  AVX2 forced, by 3-21% in float on Zen 3: [gemm.md](reference/kernels/gemm.md));
+  AVX2 forced, by 0-18% on Zen 3: [gemm.md](reference/kernels/gemm.md));
 - **typeshard's AVX2 or portable kernel** when no BLAS is linked.
 
 `TYPESHARD_GEMM_ISA=portable|avx2|avx512` (or `kernels::set_gemm_isa`) forces typeshard's
