@@ -86,7 +86,8 @@ void collective(benchmark::State& state) {
     });
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * elements * sizeof(float)));
+  const std::size_t per_device = elements * sizeof(float);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * per_device));
 }
 
 // The floor of the small rows: one multi-device run whose devices do nothing.
@@ -125,8 +126,8 @@ void register_all(const std::vector<std::int64_t>& sizes_mib) {
       configure(benchmark::RegisterBenchmark("psum_scatter", collective<kind::psum_scatter, MiB>));
       configure(benchmark::RegisterBenchmark("memcpy_2_threads", memcpy_2_threads));
     }
-  // Small: 4 bytes (one float, or one per device: psum_scatter and all_gather need n), 4 KiB
-  // and 64 KiB, in microseconds.
+  // Small, in microseconds: 4 KiB, 64 KiB, and "4 bytes", which is one float per device (n
+  // floats: psum_scatter and all_gather need one each).
   for (std::int64_t n : {2, 4, 8}) {
     auto configure = [&](benchmark::internal::Benchmark* b, std::int64_t bytes) {
       b->Args({n, bytes})->ArgNames({"devices", "bytes"})->UseRealTime();
@@ -134,10 +135,10 @@ void register_all(const std::vector<std::int64_t>& sizes_mib) {
     };
     configure(benchmark::RegisterBenchmark("small/empty_run", empty_run), 0);
     for (std::int64_t bytes : {4, 4096, 65536}) {
-      configure(benchmark::RegisterBenchmark("small/all_gather", collective<kind::all_gather, 1>), bytes);
-      configure(benchmark::RegisterBenchmark("small/psum", collective<kind::psum, 1>), bytes);
-      configure(benchmark::RegisterBenchmark("small/psum_scatter", collective<kind::psum_scatter, 1>),
-                bytes);
+      using benchmark::RegisterBenchmark;
+      configure(RegisterBenchmark("small/all_gather", collective<kind::all_gather, 1>), bytes);
+      configure(RegisterBenchmark("small/psum", collective<kind::psum, 1>), bytes);
+      configure(RegisterBenchmark("small/psum_scatter", collective<kind::psum_scatter, 1>), bytes);
     }
   }
 }
