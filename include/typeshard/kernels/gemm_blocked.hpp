@@ -63,13 +63,12 @@ struct gemm_blocking {
   static constexpr std::size_t mr = 6;
   static constexpr std::size_t nr = 2 * (32 / sizeof(T));  // 16 floats, 8 doubles
   // AVX2: a deep slab and a short block of A, measured on Zen 3 (32 KiB L1, 512 KiB L2), an
-  // AVX2-only CPU, where this kernel runs whenever no BLAS is linked. Against OpenBLAS's Zen
-  // kernel in the same process, alternating, float products took 1.03-1.27x its time with
-  // kc = 512 and mc = 24 rows over two sessions, 1.2-1.35x with the earlier kc = 256 and
-  // mc = 96 (double: the same within the noise). The earlier blocking was at par with OpenBLAS's Haswell kernel
-  // on Zen 5 with AVX2 forced, and stays for the portable kernel. C's tile is loaded and
-  // stored half as often, the strip of B (32 KiB) streams from L1 and L2, and the short block
-  // of A (~50 KiB) stays in L2 (docs/reference/kernels/gemm.md).
+  // AVX2-only CPU, where this kernel runs whenever no BLAS is linked: in float 10-18% faster
+  // there than the earlier kc = 256, mc = 96, which was at par with OpenBLAS's Haswell kernel
+  // on Zen 5 with AVX2 forced and stays for the portable kernel. Re-tried around the unrolled
+  // micro-kernel (kc 256-1024, mc 12-144 rows, nc 512-4096): nothing better beyond the noise.
+  // C's tile is loaded and stored half as often, the strip of B (32 KiB) streams from L1 and
+  // L2, and the short block of A (~50 KiB) stays in L2 (docs/reference/kernels/gemm.md).
   static constexpr std::size_t kc = Isa == gemm_isa::avx2 ? 512 : 256;
   static constexpr std::size_t mc = (Isa == gemm_isa::avx2 ? 4 : 16) * mr;  // 24 / 96 rows
   static constexpr std::size_t nc = 2048 / sizeof(T) * 4;  // 2048 floats, 1024 doubles
