@@ -162,8 +162,8 @@ class backend {
   // collective they wait in, all are joined, and the first failure (by position in
   // `devices`) is rethrown as a device_error that names the device. Not callable from
   // inside a body (usage_error).
-  TYPESHARD_RUNTIME_DECL void run(std::span<const device_id> devices,
-                                  detail::function_ref<void(std::size_t)> body);
+  void run(std::span<const device_id> devices,
+           detail::function_ref<void(std::size_t)> body);
 
   // ---- collectives: called inside a run() body by every member of `g` ------------------
   // Buffers are in elements of `t`; counts[j] is member j's piece per row. A backend may
@@ -172,38 +172,38 @@ class backend {
 
   // all_gather: send is [rows][counts[rank]]; recv is [rows][sum(counts)], row r holding
   // every member's row r in rank order (the tiled all_gather along one dimension).
-  TYPESHARD_RUNTIME_DECL void all_gather(const collective_group& g, element_type t,
-                                         const void* send, void* recv, std::size_t rows,
-                                         std::span<const std::size_t> counts);
+  void all_gather(const collective_group& g, element_type t,
+                  const void* send, void* recv, std::size_t rows,
+                  std::span<const std::size_t> counts);
 
   // reduce_scatter: send is [rows][sum(counts)]; recv is [rows][counts[rank]], the
   // reduction over members of this member's columns (tiled psum_scatter). No aliasing.
-  TYPESHARD_RUNTIME_DECL void reduce_scatter(const collective_group& g, element_type t,
-                                             reduce_op op, const void* send, void* recv,
-                                             std::size_t rows,
-                                             std::span<const std::size_t> counts);
+  void reduce_scatter(const collective_group& g, element_type t,
+                      reduce_op op, const void* send, void* recv,
+                      std::size_t rows,
+                      std::span<const std::size_t> counts);
 
   // all_reduce: recv[i] = reduction over members of send[i], i < count. send == recv is
   // allowed (in place); every member gets bitwise the same result.
-  TYPESHARD_RUNTIME_DECL void all_reduce(const collective_group& g, element_type t,
-                                         reduce_op op, const void* send, void* recv,
-                                         std::size_t count);
+  void all_reduce(const collective_group& g, element_type t,
+                  reduce_op op, const void* send, void* recv,
+                  std::size_t count);
 
   // all_to_all: member j's piece of send (by send_pieces) goes to member j, which stores
   // the piece from member i at piece i of its recv (by recv_pieces). Pieces have equal
   // element counts in both layouts, copied in row-major order. No aliasing.
-  TYPESHARD_RUNTIME_DECL void all_to_all(const collective_group& g, element_type t,
-                                         const void* send, void* recv,
-                                         const strided_pieces& send_pieces,
-                                         const strided_pieces& recv_pieces);
+  void all_to_all(const collective_group& g, element_type t,
+                  const void* send, void* recv,
+                  const strided_pieces& send_pieces,
+                  const strided_pieces& recv_pieces);
 
   // permute: send send_count elements to member send_to and receive recv_count from member
   // recv_from (either may be no_peer; the counts of a sender and its receiver must agree);
   // without a source recv is zero-filled, as JAX's ppermute does. No aliasing.
-  TYPESHARD_RUNTIME_DECL void permute(const collective_group& g, element_type t,
-                                      const void* send, std::size_t send_count,
-                                      std::size_t send_to, void* recv, std::size_t recv_count,
-                                      std::size_t recv_from);
+  void permute(const collective_group& g, element_type t,
+               const void* send, std::size_t send_count,
+               std::size_t send_to, void* recv, std::size_t recv_count,
+               std::size_t recv_from);
 
   // ---- kernel slots: no more heavy kernels at once than there are cores ------------------
   // A device body runs each heavy per-shard kernel (the GEMM of a matmul or einsum) holding
@@ -274,20 +274,20 @@ class backend {
                           std::uint64_t signature) = 0;
 
   // The usage_error for members whose signatures differ.
-  [[noreturn]] TYPESHARD_RUNTIME_DECL static void throw_signature_mismatch();
+  [[noreturn]] static void throw_signature_mismatch();
   // The usage_error for a ppermute that is not a permutation: member `sender` sends to
   // `receiver`, which receives from `receiver_source`.
-  [[noreturn]] TYPESHARD_RUNTIME_DECL static void throw_not_a_permutation(
+  [[noreturn]] static void throw_not_a_permutation(
       std::size_t sender, std::size_t receiver, std::size_t receiver_source);
   // The usage_error for a receiver expecting `expected` elements from `sender`, which
   // sends `sent` (to member `sent_to`, when known).
-  [[noreturn]] TYPESHARD_RUNTIME_DECL static void throw_permute_count_mismatch(
+  [[noreturn]] static void throw_permute_count_mismatch(
       std::size_t receiver, std::size_t expected, std::size_t sender, std::size_t sent,
       std::size_t sent_to);
 
  private:
-  TYPESHARD_RUNTIME_DECL void check_devices(std::span<const device_id> devices) const;
-  TYPESHARD_RUNTIME_DECL void check_group(const collective_group& g) const;
+  void check_devices(std::span<const device_id> devices) const;
+  void check_group(const collective_group& g) const;
 };
 
 }  // namespace typeshard

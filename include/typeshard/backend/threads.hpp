@@ -48,7 +48,7 @@ struct thread_device_context {
   std::size_t index = 0;  // position of this device in run->devices
 };
 
-TYPESHARD_DEFERRED TYPESHARD_RUNTIME_DECL thread_device_context& current_thread_device();
+TYPESHARD_DEFERRED thread_device_context& current_thread_device();
 
 }  // namespace detail
 

@@ -50,8 +50,8 @@ inline constexpr std::size_t mapped_block_bytes = std::size_t{32} << 20;
 
 // The system's side of a block: a mapping of its own for large blocks (see above), else
 // aligned operator new.
-TYPESHARD_RUNTIME_DECL void* system_allocate_block(std::size_t bytes);
-TYPESHARD_RUNTIME_DECL void system_free_block(void* p, std::size_t bytes) noexcept;
+void* system_allocate_block(std::size_t bytes);
+void system_free_block(void* p, std::size_t bytes) noexcept;
 
 // block_pool: freed blocks of 64 KiB and more, kept (up to 1 GiB in all) and handed out again
 // for an allocation of the same size, as XLA's and PyTorch's allocators do. A sharded
@@ -83,17 +83,17 @@ class block_pool {
   block_pool& operator=(const block_pool&) = delete;
 
   // The process's pool.
-  TYPESHARD_RUNTIME_DECL static block_pool& instance();
+  static block_pool& instance();
 
   // The most recently kept block of exactly `bytes` (its pages the likeliest still in
   // cache), or nullptr.
-  TYPESHARD_RUNTIME_DECL void* take(std::size_t bytes);
+  void* take(std::size_t bytes);
 
   // Keeps the block, giving the oldest kept blocks back to the system to make room; false
   // (the caller must free it) if the block alone is larger than the pool.
-  TYPESHARD_RUNTIME_DECL bool keep(void* p, std::size_t bytes) noexcept;
+  bool keep(void* p, std::size_t bytes) noexcept;
 
-  TYPESHARD_RUNTIME_DECL std::size_t kept_bytes() const;
+  std::size_t kept_bytes() const;
 
  private:
   struct kept_block;
@@ -114,8 +114,8 @@ class block_pool {
 
 // A block of `bytes` for a shard (from the pool when it holds one of that size), and its
 // release (into the pool, or back to the system).
-TYPESHARD_RUNTIME_DECL void* allocate_block(std::size_t bytes);
-TYPESHARD_RUNTIME_DECL void free_block(void* p, std::size_t bytes);
+void* allocate_block(std::size_t bytes);
+void free_block(void* p, std::size_t bytes);
 
 // buffer<T>::bytes's failure, out of line: a function of values, one copy per TU.
 [[noreturn]] TYPESHARD_COLD inline void throw_block_too_large(std::size_t n, std::size_t size) {

@@ -72,8 +72,8 @@ struct box_grid {
 
 // Draws the grid as JAX does (viz/impl/visualize.ipp).
 TYPESHARD_DEFERRED
-TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string_view platform,
-                                       const visualize_options& o);
+void draw_boxes(std::ostream& os, box_grid g, std::string_view platform,
+                const visualize_options& o);
 
 // The picture of an array of spec `spec` over `global` on the mesh `m`, whose mesh
 // positions run on `devices` of `platform`: jax.debug.visualize_sharding, step for step. Only

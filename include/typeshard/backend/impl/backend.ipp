@@ -129,8 +129,8 @@ inline std::size_t ring_share(std::size_t bytes, std::size_t n) {
 
 }  // namespace detail
 
-TYPESHARD_RUNTIME_DECL void backend::run(std::span<const device_id> devices,
-                                         detail::function_ref<void(std::size_t)> body) {
+TYPESHARD_RUNTIME_DEF void backend::run(std::span<const device_id> devices,
+                                        detail::function_ref<void(std::size_t)> body) {
   if (current_body().inside)
     throw usage_error(
         "typeshard: a multi-device operation was started from inside a per-device "
@@ -140,9 +140,9 @@ TYPESHARD_RUNTIME_DECL void backend::run(std::span<const device_id> devices,
   do_run(devices, body);
 }
 
-TYPESHARD_RUNTIME_DECL void backend::all_gather(const collective_group& g, element_type t,
-                                                const void* send, void* recv, std::size_t rows,
-                                                std::span<const std::size_t> counts) {
+TYPESHARD_RUNTIME_DEF void backend::all_gather(const collective_group& g, element_type t,
+                                               const void* send, void* recv, std::size_t rows,
+                                               std::span<const std::size_t> counts) {
   check_group(g);
   detail::check_counts(g, counts, "all_gather");
   const std::size_t gathered = rows * detail::sum_of(counts) * t.size;
@@ -153,10 +153,10 @@ TYPESHARD_RUNTIME_DECL void backend::all_gather(const collective_group& g, eleme
   watch.finished();
 }
 
-TYPESHARD_RUNTIME_DECL void backend::reduce_scatter(const collective_group& g, element_type t,
-                                                    reduce_op op, const void* send, void* recv,
-                                                    std::size_t rows,
-                                                    std::span<const std::size_t> counts) {
+TYPESHARD_RUNTIME_DEF void backend::reduce_scatter(const collective_group& g, element_type t,
+                                                   reduce_op op, const void* send, void* recv,
+                                                   std::size_t rows,
+                                                   std::span<const std::size_t> counts) {
   check_group(g);
   detail::check_reducible(t, op);
   detail::check_counts(g, counts, "reduce_scatter");
@@ -170,9 +170,9 @@ TYPESHARD_RUNTIME_DECL void backend::reduce_scatter(const collective_group& g, e
   watch.finished();
 }
 
-TYPESHARD_RUNTIME_DECL void backend::all_reduce(const collective_group& g, element_type t,
-                                                reduce_op op, const void* send, void* recv,
-                                                std::size_t count) {
+TYPESHARD_RUNTIME_DEF void backend::all_reduce(const collective_group& g, element_type t,
+                                               reduce_op op, const void* send, void* recv,
+                                               std::size_t count) {
   check_group(g);
   detail::check_reducible(t, op);
   const std::size_t o = static_cast<std::size_t>(op);
@@ -183,10 +183,10 @@ TYPESHARD_RUNTIME_DECL void backend::all_reduce(const collective_group& g, eleme
   watch.finished();
 }
 
-TYPESHARD_RUNTIME_DECL void backend::all_to_all(const collective_group& g, element_type t,
-                                                const void* send, void* recv,
-                                                const strided_pieces& send_pieces,
-                                                const strided_pieces& recv_pieces) {
+TYPESHARD_RUNTIME_DEF void backend::all_to_all(const collective_group& g, element_type t,
+                                               const void* send, void* recv,
+                                               const strided_pieces& send_pieces,
+                                               const strided_pieces& recv_pieces) {
   check_group(g);
   if (send_pieces.elements() != recv_pieces.elements())
     throw usage_error(detail::message({"typeshard: internal: all_to_all pieces of ",
@@ -201,10 +201,10 @@ TYPESHARD_RUNTIME_DECL void backend::all_to_all(const collective_group& g, eleme
   watch.finished();
 }
 
-TYPESHARD_RUNTIME_DECL void backend::permute(const collective_group& g, element_type t,
-                                             const void* send, std::size_t send_count,
-                                             std::size_t send_to, void* recv,
-                                             std::size_t recv_count, std::size_t recv_from) {
+TYPESHARD_RUNTIME_DEF void backend::permute(const collective_group& g, element_type t,
+                                            const void* send, std::size_t send_count,
+                                            std::size_t send_to, void* recv,
+                                            std::size_t recv_count, std::size_t recv_from) {
   check_group(g);
   if ((send_to != no_peer && send_to >= g.size()) ||
       (recv_from != no_peer && recv_from >= g.size()))
@@ -219,7 +219,7 @@ TYPESHARD_RUNTIME_DECL void backend::permute(const collective_group& g, element_
 }
 
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL void backend::throw_signature_mismatch() {
+TYPESHARD_RUNTIME_DEF void backend::throw_signature_mismatch() {
   throw usage_error(
       "typeshard: the devices of a collective group called different collectives (or the "
       "same with different sizes or element types); every device must call the same "
@@ -227,9 +227,9 @@ TYPESHARD_RUNTIME_DECL void backend::throw_signature_mismatch() {
 }
 
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL void backend::throw_not_a_permutation(std::size_t sender,
-                                                             std::size_t receiver,
-                                                             std::size_t receiver_source) {
+TYPESHARD_RUNTIME_DEF void backend::throw_not_a_permutation(std::size_t sender,
+                                                            std::size_t receiver,
+                                                            std::size_t receiver_source) {
   const bool nobody = receiver_source == no_peer;
   throw usage_error(detail::message(
       {"typeshard: ppermute: member ", sender, " sends to member ", receiver,
@@ -239,11 +239,11 @@ TYPESHARD_RUNTIME_DECL void backend::throw_not_a_permutation(std::size_t sender,
 }
 
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL void backend::throw_permute_count_mismatch(std::size_t receiver,
-                                                                  std::size_t expected,
-                                                                  std::size_t sender,
-                                                                  std::size_t sent,
-                                                                  std::size_t sent_to) {
+TYPESHARD_RUNTIME_DEF void backend::throw_permute_count_mismatch(std::size_t receiver,
+                                                                 std::size_t expected,
+                                                                 std::size_t sender,
+                                                                 std::size_t sent,
+                                                                 std::size_t sent_to) {
   const bool known = sent_to != no_peer;
   throw usage_error(detail::message(
       {"typeshard: ppermute: member ", receiver, " expects ", expected, " elements from member ",
@@ -252,7 +252,7 @@ TYPESHARD_RUNTIME_DECL void backend::throw_permute_count_mismatch(std::size_t re
        "; senders and receivers must agree"}));
 }
 
-TYPESHARD_RUNTIME_DECL void backend::check_devices(std::span<const device_id> devices) const {
+TYPESHARD_RUNTIME_DEF void backend::check_devices(std::span<const device_id> devices) const {
   const std::size_t n = device_count();
   std::vector<unsigned char> seen(n, 0);  // not vector<bool>: its fill costs more to compile
   for (device_id d : devices) {
@@ -266,7 +266,7 @@ TYPESHARD_RUNTIME_DECL void backend::check_devices(std::span<const device_id> de
   }
 }
 
-TYPESHARD_RUNTIME_DECL void backend::check_group(const collective_group& g) const {
+TYPESHARD_RUNTIME_DEF void backend::check_group(const collective_group& g) const {
   const body_position here = current_body();
   if (!here.inside)
     throw usage_error(

@@ -24,7 +24,7 @@ namespace typeshard {
 namespace detail {
 
 TYPESHARD_DEFERRED_DEFINITION
-TYPESHARD_RUNTIME_DECL thread_device_context& current_thread_device() {
+TYPESHARD_RUNTIME_DEF thread_device_context& current_thread_device() {
   thread_local thread_device_context context;
   return context;
 }

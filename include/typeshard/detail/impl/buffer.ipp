@@ -17,7 +17,7 @@ namespace typeshard::detail {
 // The system's side of a block: a mapping of its own for large blocks (see
 // mapped_block_bytes in buffer.hpp), else
 // aligned operator new.
-TYPESHARD_RUNTIME_DECL void* system_allocate_block(std::size_t bytes) {
+TYPESHARD_RUNTIME_DEF void* system_allocate_block(std::size_t bytes) {
 #if defined(TYPESHARD_DETAIL_MAPPED_BLOCKS)
   if (bytes >= mapped_block_bytes) {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -31,8 +31,8 @@ TYPESHARD_RUNTIME_DECL void* system_allocate_block(std::size_t bytes) {
   return ::operator new[](bytes, std::align_val_t{shard_alignment});
 }
 
-TYPESHARD_RUNTIME_DECL void system_free_block(void* p,
-                                              [[maybe_unused]] std::size_t bytes) noexcept {
+TYPESHARD_RUNTIME_DEF void system_free_block(void* p,
+                                             [[maybe_unused]] std::size_t bytes) noexcept {
 #if defined(TYPESHARD_DETAIL_MAPPED_BLOCKS)
   if (bytes >= mapped_block_bytes) {
     ::munmap(p, bytes);
@@ -42,12 +42,12 @@ TYPESHARD_RUNTIME_DECL void system_free_block(void* p,
   ::operator delete[](p, std::align_val_t{shard_alignment});
 }
 
-TYPESHARD_RUNTIME_DECL block_pool& block_pool::instance() {
+TYPESHARD_RUNTIME_DEF block_pool& block_pool::instance() {
   static block_pool* pool = new block_pool;
   return *pool;
 }
 
-TYPESHARD_RUNTIME_DECL void* block_pool::take(std::size_t bytes) {
+TYPESHARD_RUNTIME_DEF void* block_pool::take(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   const auto [first, last] = by_size_.equal_range(bytes);
   if (first == last) return nullptr;
@@ -60,7 +60,7 @@ TYPESHARD_RUNTIME_DECL void* block_pool::take(std::size_t bytes) {
   return p;
 }
 
-TYPESHARD_RUNTIME_DECL bool block_pool::keep(void* p, std::size_t bytes) noexcept {
+TYPESHARD_RUNTIME_DEF bool block_pool::keep(void* p, std::size_t bytes) noexcept {
   if (bytes > max_kept_) return false;
   try {
     std::lock_guard lock(mutex_);
@@ -85,12 +85,12 @@ TYPESHARD_RUNTIME_DECL bool block_pool::keep(void* p, std::size_t bytes) noexcep
   }
 }
 
-TYPESHARD_RUNTIME_DECL std::size_t block_pool::kept_bytes() const {
+TYPESHARD_RUNTIME_DEF std::size_t block_pool::kept_bytes() const {
   std::lock_guard lock(mutex_);
   return kept_;
 }
 
-TYPESHARD_RUNTIME_DECL void* allocate_block(std::size_t bytes) {
+TYPESHARD_RUNTIME_DEF void* allocate_block(std::size_t bytes) {
 #if !defined(TYPESHARD_DETAIL_ASAN)
   if (bytes >= block_pool::min_bytes)
     if (void* p = block_pool::instance().take(bytes)) return p;
@@ -98,7 +98,7 @@ TYPESHARD_RUNTIME_DECL void* allocate_block(std::size_t bytes) {
   return system_allocate_block(bytes);
 }
 
-TYPESHARD_RUNTIME_DECL void free_block(void* p, std::size_t bytes) {
+TYPESHARD_RUNTIME_DEF void free_block(void* p, std::size_t bytes) {
 #if !defined(TYPESHARD_DETAIL_ASAN)
   if (bytes >= block_pool::min_bytes && block_pool::instance().keep(p, bytes)) return;
 #endif

@@ -42,7 +42,7 @@ inline constexpr rgb tab20b[20] = {
 // where i steps by n/2 (+1 when n is even) modulo n, so neighbours get distant colours.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL rgb box_colour(std::size_t k, std::size_t n) {
+TYPESHARD_RUNTIME_DEF rgb box_colour(std::size_t k, std::size_t n) {
   const std::size_t i = k * (n / 2 + (n % 2 == 0 ? 1 : 0)) % n;  // k steps from 0
   const double step = n > 1 ? 1.0 / static_cast<double>(n - 1) : 0.0;  // numpy.linspace
   const double value = (n > 1 && i == n - 1) ? 1.0 : static_cast<double>(i) * step;
@@ -54,14 +54,14 @@ TYPESHARD_RUNTIME_DECL rgb box_colour(std::size_t k, std::size_t n) {
 // JAX's _get_text_color: black on light backgrounds, white on dark ones.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL rgb text_colour(rgb bg) {
+TYPESHARD_RUNTIME_DEF rgb text_colour(rgb bg) {
   return (bg.r * 0.299 + bg.g * 0.587 + bg.b * 0.114) > 186 ? rgb{0, 0, 0} : rgb{255, 255, 255};
 }
 
 // Whether `os` writes to a terminal: std::cout or std::cerr/std::clog on a tty.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL bool writes_to_terminal(const std::ostream& os) {
+TYPESHARD_RUNTIME_DEF bool writes_to_terminal(const std::ostream& os) {
   int fd = -1;
   if (os.rdbuf() == std::cout.rdbuf()) fd = 1;
   else if (os.rdbuf() == std::cerr.rdbuf() || os.rdbuf() == std::clog.rdbuf()) fd = 2;
@@ -76,7 +76,7 @@ TYPESHARD_RUNTIME_DECL bool writes_to_terminal(const std::ostream& os) {
 // rich's choice: colours on a terminal unless NO_COLOR is set or TERM is dumb.
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL bool use_colour(const std::ostream& os, const visualize_options& o) {
+TYPESHARD_RUNTIME_DEF bool use_colour(const std::ostream& os, const visualize_options& o) {
   if (o.use_color) return *o.use_color;
   if (std::getenv("NO_COLOR") != nullptr) return false;
   const char* term = std::getenv("TERM");
@@ -87,7 +87,7 @@ TYPESHARD_RUNTIME_DECL bool use_colour(const std::ostream& os, const visualize_o
 
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL ansi_palette palette(const visualize_options& o) {
+TYPESHARD_RUNTIME_DEF ansi_palette palette(const visualize_options& o) {
   if (o.colors == color_system::truecolor) return ansi_palette::truecolor;
   if (o.colors == color_system::eight_bit) return ansi_palette::eight_bit;
   const char* colorterm = std::getenv("COLORTERM");
@@ -97,7 +97,7 @@ TYPESHARD_RUNTIME_DECL ansi_palette palette(const visualize_options& o) {
 
 TYPESHARD_DEFERRED
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL void check_options(const visualize_options& o) {
+TYPESHARD_RUNTIME_DEF void check_options(const visualize_options& o) {
   if (!(std::isfinite(o.scale) && o.scale >= 0.0 && o.scale <= 1000.0))
     throw usage_error("typeshard: visualize: scale is " + std::to_string(o.scale) +
                       "; pass a scale between 0 and 1000 (1 draws JAX's default size)");
@@ -108,8 +108,8 @@ TYPESHARD_RUNTIME_DECL void check_options(const visualize_options& o) {
 
 TYPESHARD_DEFERRED_DEFINITION
 TYPESHARD_COLD
-TYPESHARD_RUNTIME_DECL void draw_boxes(std::ostream& os, box_grid g, std::string_view platform,
-                                       const visualize_options& o) {
+TYPESHARD_RUNTIME_DEF void draw_boxes(std::ostream& os, box_grid g, std::string_view platform,
+                                      const visualize_options& o) {
   check_options(o);
   const bool colour = use_colour(os, o);
   const std::size_t rows = g.rows, cols = g.cols;
