@@ -1,7 +1,7 @@
 // The thread-pool backend's collective primitives on raw buffers, as an MPI backend would
 // be called: every element kind, sum / max / min, in-place all_reduce, zero counts,
 // tiled rows with uneven per-member counts, all_to_all between differently cut layouts,
-// permute, and the types that cannot be reduced.
+// permute, the types that cannot be reduced, and an element_type spelled by hand.
 #include <catch2/catch.hpp>
 
 #include <complex>
@@ -195,6 +195,31 @@ TEST_CASE("backend: opaque elements move but do not reduce; complex has no max",
     std::complex<float> w = z;
     d.all_reduce({ids, i}, ts::element_type_of<std::complex<float>>, ts::reduce_op::max, &w, &w, 1);
   }), Catch::Contains("complex: sum only"));
+}
+
+TEST_CASE("backend: an element_type spelled by hand moves but has no loop for the pool to reduce with",
+          "[collectives][backend]") {
+  // element_type_of<T> carries T's reduction loop; equality is the kind and size alone.
+  const ts::element_type by_hand{ts::element_kind::float32, sizeof(float)};
+  STATIC_REQUIRE(ts::element_type_of<float>.reduce != nullptr);
+  STATIC_REQUIRE(ts::element_type_of<float> == ts::element_type{ts::element_kind::float32, 4});
+  CHECK(by_hand.reduce == nullptr);
+  ts::cpu_devices d{2};
+  const auto ids = everyone(2);
+  std::vector<std::vector<float>> in{{1, 2}, {3, 4}}, out(2, std::vector<float>(4));
+  const std::vector<std::size_t> counts{2, 2};
+  d.run(ids, [&](std::size_t i) { d.all_gather({ids, i}, by_hand, in[i].data(), out[i].data(), 1, counts); });
+  CHECK(out[1] == std::vector<float>{1, 2, 3, 4});
+  for (ts::reduce_op op : {ts::reduce_op::sum, ts::reduce_op::max}) {
+    CHECK_THROWS_WITH(d.run(ids, [&](std::size_t i) {
+      d.all_reduce({ids, i}, by_hand, op, in[i].data(), in[i].data(), 2);
+    }), Catch::Contains("without their reduction loop") && Catch::Contains("element_type_of<T>"));
+  }
+  CHECK_THROWS_WITH(d.run(ids, [&](std::size_t i) {
+    d.reduce_scatter({ids, i}, by_hand, ts::reduce_op::sum, in[i].data(), out[i].data(), 1,
+                     std::vector<std::size_t>{1, 1});
+  }), Catch::Contains("float32"));
+  CHECK(in == std::vector<std::vector<float>>{{1, 2}, {3, 4}});  // nothing written
 }
 
 TEST_CASE("backend: all_reduce of a large array (streaming stores), in place and not", "[collectives][backend]") {

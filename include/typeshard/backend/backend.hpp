@@ -59,10 +59,25 @@ enum class element_kind : unsigned char {
   float32, float64, complex64, complex128, opaque
 };
 
+// reduce_op: how all_reduce and reduce_scatter combine the members' values. Sums run in
+// group-rank order on every backend that can (the thread pool always does), so results
+// are reproducible.
+enum class reduce_op : unsigned char { sum, max, min };
+
+// reduce_kernel: acc[i] = op(acc[i], x[i]) for n elements of one element type.
+using reduce_kernel = void (*)(void* acc, const void* x, std::size_t n, reduce_op op);
+
 struct element_type {
   element_kind kind = element_kind::opaque;
   std::size_t size = 1;  // bytes per element
-  friend constexpr bool operator==(const element_type&, const element_type&) = default;
+  // The loop a backend that reduces in memory (the thread pool) combines buffers with, set
+  // by element_type_of<T> for the arithmetic kinds (nullptr for opaque): a program compiles
+  // the reduction loops of the element types it reduces, not of all twelve. Not part of
+  // the type's identity (==).
+  reduce_kernel reduce = nullptr;
+  friend constexpr bool operator==(const element_type& a, const element_type& b) {
+    return a.kind == b.kind && a.size == b.size;
+  }
 };
 
 namespace detail {
@@ -85,14 +100,22 @@ constexpr element_kind element_kind_of() {
 }
 }  // namespace detail
 
+namespace detail {
+// The reduction loop of element type T (defined in detail/reduce_kernels.hpp).
+template <class T>
+void reduce_elements(void* acc, const void* x, std::size_t n, reduce_op op);
+
+template <class T>
+constexpr reduce_kernel reduce_kernel_of() {
+  if constexpr (element_kind_of<T>() == element_kind::opaque) return nullptr;
+  else return &reduce_elements<T>;
+}
+}  // namespace detail
+
 // element_type_of<T>: the tag a collective on T passes to the backend.
 template <class T>
-inline constexpr element_type element_type_of{detail::element_kind_of<T>(), sizeof(T)};
-
-// reduce_op: how all_reduce and reduce_scatter combine the members' values. Sums run in
-// group-rank order on every backend that can (the thread pool always does), so results
-// are reproducible.
-enum class reduce_op : unsigned char { sum, max, min };
+inline constexpr element_type element_type_of{detail::element_kind_of<T>(), sizeof(T),
+                                              detail::reduce_kernel_of<T>()};
 
 // collective_group: the devices one collective runs over, backend-neutrally. members are
 // indices into the device list of the current run() (the i of body(i)), in group-rank
@@ -291,6 +314,9 @@ class backend {
 };
 
 }  // namespace typeshard
+
+// detail::reduce_elements<T>'s definition, for every TU that names element_type_of<T>.
+#include "detail/reduce_kernels.hpp"
 
 #if !defined(TYPESHARD_SEPARATE_COMPILATION)
 #include "impl/backend.ipp"

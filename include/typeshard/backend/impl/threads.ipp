@@ -36,6 +36,18 @@ inline std::size_t thread_chunk_elements(element_type t) {
   return t.size >= thread_chunk_bytes ? 1 : thread_chunk_bytes / t.size;
 }
 
+// The pool reduces with the element type's own loop (element_type::reduce), which only
+// element_type_of<T> sets: an element_type spelled by hand has none.
+TYPESHARD_DEFERRED
+[[noreturn]] TYPESHARD_COLD TYPESHARD_NOINLINE void throw_no_reduce_kernel(element_kind k) {
+  throw usage_error(message({"typeshard: cpu_devices cannot reduce elements of type ",
+                             element_kind_name(k), " given without their reduction loop "
+                             "(element_type::reduce); pass element_type_of<T>"}));
+}
+TYPESHARD_DEFERRED
+inline void check_reduce_kernel(element_type t) {
+  if (t.reduce == nullptr) throw_no_reduce_kernel(t.kind);
+}
 
 // Copies piece `send_member` of a send layout to piece `recv_member` of a receive layout.
 // The two may cut the same elements into runs of different lengths.
@@ -201,6 +213,7 @@ void basic_cpu_devices<Unused>::do_reduce_scatter(const collective_group& g,
                                                   std::size_t rows,
                                                   std::span<const std::size_t> counts,
                                                   std::uint64_t signature) {
+  detail::check_reduce_kernel(t);
   collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // This member reduces its own piece of every row, chunk by chunk so the partial
     // result stays in cache while the members' inputs stream past it.
@@ -218,8 +231,7 @@ void basic_cpu_devices<Unused>::do_reduce_scatter(const collective_group& g,
         const std::size_t at = (r * total + offset + c) * t.size;
         std::memcpy(out, static_cast<const unsigned char*>(calls[0].send) + at, n * t.size);
         for (std::size_t j = 1; j < g.size(); ++j)
-          detail::reduce_into(t, out, static_cast<const unsigned char*>(calls[j].send) + at, n,
-                              op);
+          t.reduce(out, static_cast<const unsigned char*>(calls[j].send) + at, n, op);
       }
   });
 }
@@ -230,6 +242,7 @@ void basic_cpu_devices<Unused>::do_all_reduce(const collective_group& g,
                                               const void* send, void* recv,
                                               std::size_t count,
                                               std::uint64_t signature) {
+  detail::check_reduce_kernel(t);
   collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
     // Member r reduces slice r of every input (in rank order, so every member gets the
     // same bits) into a cache-sized scratch, then writes it to every member's output.
@@ -247,8 +260,7 @@ void basic_cpu_devices<Unused>::do_all_reduce(const collective_group& g,
       const std::size_t at = c * t.size;
       std::memcpy(scratch, static_cast<const unsigned char*>(calls[0].send) + at, len * t.size);
       for (std::size_t j = 1; j < n; ++j)
-        detail::reduce_into(t, scratch, static_cast<const unsigned char*>(calls[j].send) + at,
-                            len, op);
+        t.reduce(scratch, static_cast<const unsigned char*>(calls[j].send) + at, len, op);
       for (std::size_t j = 0; j < n; ++j) {
         unsigned char* out = static_cast<unsigned char*>(calls[j].recv) + at;
         if (stream)
