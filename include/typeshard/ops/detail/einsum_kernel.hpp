@@ -41,19 +41,19 @@ einsum_gemm_layout<R> einsum_layout_of(const einsum_equation& eq, const shape<R>
   auto extent = [&](char x) { return eq.in_lhs(x) ? a_loc[eq.lhs_dim(x)] : b_loc[eq.rhs_dim(x)]; };
   // Each group's letters, and each letter's stride within its group.
   std::array<std::size_t, 128> in_group{};
-  auto group = [&](auto&& letters, std::size_t n, auto&& member, std::size_t& size) {
+  auto group = [&](const char* letters, std::size_t n, einsum_role role, std::size_t& size) {
     size = 1;
     for (std::size_t k = n; k-- > 0;) {
       const char x = letters[k];
-      if (!member(x)) continue;
+      if (eq.role(x) != role) continue;
       in_group[static_cast<unsigned char>(x)] = size;
       size *= extent(x);
     }
   };
-  group(eq.out, eq.out_rank, [&](char x) { return eq.role(x) == einsum_role::batch; }, g.nb);
-  group(eq.out, eq.out_rank, [&](char x) { return eq.role(x) == einsum_role::lhs_free; }, g.ni);
-  group(eq.out, eq.out_rank, [&](char x) { return eq.role(x) == einsum_role::rhs_free; }, g.nk);
-  group(eq.lhs, eq.lhs_rank, [&](char x) { return eq.role(x) == einsum_role::contracting; }, g.nj);
+  group(eq.out.data(), eq.out_rank, einsum_role::batch, g.nb);
+  group(eq.out.data(), eq.out_rank, einsum_role::lhs_free, g.ni);
+  group(eq.out.data(), eq.out_rank, einsum_role::rhs_free, g.nk);
+  group(eq.lhs.data(), eq.lhs_rank, einsum_role::contracting, g.nj);
   auto s = [&](char x) { return in_group[static_cast<unsigned char>(x)]; };
   for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
     const char x = eq.lhs[l];
