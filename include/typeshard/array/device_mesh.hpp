@@ -29,9 +29,9 @@ namespace detail {
 // size, the device list), compiled once per TU rather than once per mesh type.
 [[noreturn]] TYPESHARD_COLD inline void throw_too_few_devices(const std::string& mesh,
                                                            std::size_t need, std::size_t have) {
-  throw device_mesh_error("typeshard: " + mesh + " needs " + std::to_string(need) +
-                          " devices but the backend has " + std::to_string(have) +
-                          "; create more devices or use a smaller mesh");
+  throw device_mesh_error(message({"typeshard: ", mesh, " needs ", need,
+                                   " devices but the backend has ", have,
+                                   "; create more devices or use a smaller mesh"}));
 }
 
 TYPESHARD_COLD inline void check_device_list(const backend& b,
@@ -60,20 +60,22 @@ TYPESHARD_COLD inline void check_device_list(const backend& b,
 
 TYPESHARD_COLD inline std::string devices_string(const std::string& mesh,
                                                  const std::vector<device_id>& devices) {
-  std::string out = mesh + " on devices [";
+  std::string out = mesh;
+  out += " on devices [";
   for (std::size_t i = 0; i < devices.size(); ++i) {
     if (i) out += ", ";
-    out += std::to_string(devices[i]);
+    append_integer(out, devices[i]);
   }
-  return out + "]";
+  out += "]";
+  return out;
 }
 
 // Two operands of `op` on different device meshes (printed as device_mesh::to_string).
 [[noreturn]] TYPESHARD_COLD inline void throw_operands_on_different_devices(
     const char* op, const std::string& a, const std::string& b, const char* fix) {
-  throw device_mesh_error(std::string("typeshard: ") + op +
-                          ": the operands live on different devices: " + a + " and " + b +
-                          "; " + fix);
+  throw device_mesh_error(message({"typeshard: ", op,
+                                   ": the operands live on different devices: ", a, " and ", b,
+                                   "; ", fix}));
 }
 
 // A device mesh's device list, made once per mesh: on values (the mesh's size and its

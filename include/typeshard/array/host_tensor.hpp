@@ -34,9 +34,9 @@ namespace detail {
 
 [[noreturn]] TYPESHARD_COLD inline void throw_too_many_elements(
     std::span<const std::size_t> extents, std::size_t n, std::size_t max) {
-  throw shape_error("typeshard: host_tensor of shape " + shape_string(extents) + " has " +
-                    std::to_string(n) + " elements, more than fit in memory (at most " +
-                    std::to_string(max) + "); use smaller extents");
+  throw shape_error(message({"typeshard: host_tensor of shape ", shape_string(extents), " has ",
+                             n, " elements, more than fit in memory (at most ", max,
+                             "); use smaller extents"}));
 }
 
 }  // namespace detail

@@ -47,10 +47,9 @@ namespace detail {
 [[noreturn]] TYPESHARD_COLD inline void throw_static_extent_mismatch(std::size_t d,
                                                                   std::size_t got,
                                                                   std::size_t fixed) {
-  throw shape_error("typeshard: dimension " + std::to_string(d) + " has extent " +
-                    std::to_string(got) + " but the array type fixes it to " +
-                    std::to_string(fixed) + "; pass data of that extent or make the extent "
-                    "ts::dyn");
+  throw shape_error(message({"typeshard: dimension ", d, " has extent ", got,
+                             " but the array type fixes it to ", fixed,
+                             "; pass data of that extent or make the extent ts::dyn"}));
 }
 
 template <class Extents>

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "detail/message.hpp"
 #include "detail/mesh_value.hpp"
 #include "mesh.hpp"
 #include "spec.hpp"
@@ -63,10 +64,10 @@ TYPESHARD_COLD inline std::string shape_string(std::span<const std::size_t> s) {
   std::string out = "(";
   for (std::size_t d = 0; d < s.size(); ++d) {
     if (d) out += ", ";
-    out += std::to_string(s[d]);
+    append_integer(out, s[d]);
   }
-  if (s.size() == 1) out += ",";
-  return out + ")";
+  out += s.size() == 1 ? ",)" : ")";
+  return out;
 }
 }  // namespace detail
 

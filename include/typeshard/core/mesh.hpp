@@ -17,6 +17,7 @@
 #include "config.hpp"
 #include "detail/axis_name.hpp"
 #include "detail/diagnose.hpp"
+#include "detail/message.hpp"
 #include "rules/mesh.hpp"
 
 namespace typeshard {
@@ -78,9 +79,10 @@ TYPESHARD_COLD inline std::string mesh_string(std::span<const axis> axes) {
     out += '\'';
     out += axes[i].name.view();
     out += "': ";
-    out += std::to_string(axes[i].size);
+    append_integer(out, axes[i].size);
   }
-  return out + ")";
+  out += ")";
+  return out;
 }
 
 }  // namespace detail

@@ -21,6 +21,13 @@
 
 namespace typeshard::detail {
 
+// Appends n in decimal: what std::to_string does, without a string of its own to concatenate
+// (the cold string builders of shapes, meshes and messages use it).
+inline void append_integer(std::string& out, unsigned long long n) {
+  char digits[24];
+  out.append(digits, std::to_chars(digits, digits + sizeof digits, n).ptr);
+}
+
 // One piece of a message: text (not copied: it must outlive the message() call, as the
 // arguments of a full expression do) or an integer.
 class message_piece {
@@ -40,10 +47,8 @@ class message_piece {
       out.append(text_);
       return;
     }
-    char digits[24];
-    const auto end = std::to_chars(digits, digits + sizeof digits, magnitude_).ptr;
     if (kind_ == kind::negative) out.push_back('-');
-    out.append(digits, end);
+    append_integer(out, magnitude_);
   }
 
  private:

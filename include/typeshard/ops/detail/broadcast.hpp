@@ -137,19 +137,18 @@ constexpr bool check_broadcast() {
                                                              std::span<const std::size_t> b,
                                                              std::size_t i, std::size_t ea,
                                                              std::size_t eb) {
-  throw shape_error(std::string("typeshard: ") + op + ": the operands have shapes " +
-                    shape_string(a) + " and " + shape_string(b) +
-                    ", which do not broadcast (dimension " + std::to_string(i) +
-                    " of the result: " + std::to_string(ea) + " and " + std::to_string(eb) +
-                    "); fix: trailing dimensions must be equal or 1 in one operand");
+  throw shape_error(message({"typeshard: ", op, ": the operands have shapes ", shape_string(a),
+                             " and ", shape_string(b), ", which do not broadcast (dimension ",
+                             i, " of the result: ", ea, " and ", eb,
+                             "); fix: trailing dimensions must be equal or 1 in one operand"}));
 }
 [[noreturn]] TYPESHARD_COLD inline void throw_stretches_sharded(const char* op, std::size_t i,
                                                              std::size_t extent) {
-  throw shape_error(std::string("typeshard: ") + op + ": dimension " + std::to_string(i) +
-                    " of the result stretches an operand's extent 1 to " +
-                    std::to_string(extent) + ", but that operand shards it (only one "
-                    "device holds its element); fix: reshard that operand to ts::none on "
-                    "that dimension first");
+  throw shape_error(message({"typeshard: ", op, ": dimension ", i,
+                             " of the result stretches an operand's extent 1 to ", extent,
+                             ", but that operand shards it (only one device holds its "
+                             "element); fix: reshard that operand to ts::none on that "
+                             "dimension first"}));
 }
 
 // The result's global extents for the operands' run-time extents; throws shape_error when
