@@ -72,8 +72,8 @@ struct element_type {
   std::size_t size = 1;  // bytes per element
   // The loop a backend that reduces in memory (the thread pool) combines buffers with, set
   // by element_type_of<T> for the arithmetic kinds (nullptr for opaque): a program compiles
-  // the reduction loops of the element types it reduces, not of all twelve. Not part of
-  // the type's identity (==).
+  // the reduction loops of the element types it passes to collectives, not of all twelve.
+  // Not part of the type's identity (==).
   reduce_kernel reduce = nullptr;
   friend constexpr bool operator==(const element_type& a, const element_type& b) {
     return a.kind == b.kind && a.size == b.size;

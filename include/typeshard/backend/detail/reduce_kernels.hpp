@@ -41,8 +41,8 @@ inline void add_into(T* acc, const T* x, std::size_t n) {
 
 // element_type_of<T>.reduce (backend.hpp): acc[i] = op(acc[i], x[i]) for n elements of T,
 // an arithmetic or complex type that backend::all_reduce and reduce_scatter have checked to
-// be reducible with op. Instantiated only for the element types a program reduces, so a TU
-// compiles their loops only. Integers add in unsigned arithmetic, which wraps where a
+// be reducible with op. Instantiated for the element types a TU passes to collectives
+// (element_type_of<T> names it), so a TU compiles their loops only. Integers add in unsigned arithmetic, which wraps where a
 // signed sum would overflow; a complex sum is the sum of its real and imaginary parts
 // (complex: sum only, check_reducible).
 template <class T>
