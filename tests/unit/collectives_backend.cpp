@@ -201,7 +201,8 @@ TEST_CASE("backend: an element_type spelled by hand moves but has no loop for th
           "[collectives][backend]") {
   // element_type_of<T> carries T's reduction loop; equality is the kind and size alone.
   const ts::element_type by_hand{ts::element_kind::float32, sizeof(float)};
-  STATIC_REQUIRE(ts::element_type_of<float>.reduce != nullptr);
+  // (A run-time check: under AddressSanitizer GCC does not fold a function's address.)
+  CHECK(ts::element_type_of<float>.reduce != nullptr);
   STATIC_REQUIRE(ts::element_type_of<float> == ts::element_type{ts::element_kind::float32, 4});
   CHECK(by_hand.reduce == nullptr);
   ts::cpu_devices d{2};
