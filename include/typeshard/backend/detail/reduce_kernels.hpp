@@ -14,46 +14,35 @@
 
 namespace typeshard::detail {
 
-template <class T>
-inline void reduce_into(T* acc, const T* x, std::size_t n, reduce_op op) {
-  switch (op) {
-    case reduce_op::sum:
-      for (std::size_t i = 0; i < n; ++i) acc[i] += x[i];
-      return;
-    case reduce_op::max:
-      if constexpr (requires(T a, T b) { a < b; })
-        for (std::size_t i = 0; i < n; ++i)
-          acc[i] = fn::maximum(acc[i], x[i]);
-      return;
-    case reduce_op::min:
-      if constexpr (requires(T a, T b) { a < b; })
-        for (std::size_t i = 0; i < n; ++i)
-          acc[i] = fn::minimum(acc[i], x[i]);
-      return;
-  }
-}
-
 // acc[i] += x[i] for n elements.
 template <class T>
 inline void add_into(T* acc, const T* x, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) acc[i] += x[i];
 }
 
+// acc[i] = max(acc[i], x[i]) or min(acc[i], x[i]) for n elements (op is max or min).
+template <class T>
+inline void extremum_into(T* acc, const T* x, std::size_t n, reduce_op op) {
+  if (op == reduce_op::max)
+    for (std::size_t i = 0; i < n; ++i) acc[i] = fn::maximum(acc[i], x[i]);
+  else
+    for (std::size_t i = 0; i < n; ++i) acc[i] = fn::minimum(acc[i], x[i]);
+}
+
 // element_type_of<T>.reduce (backend.hpp): acc[i] = op(acc[i], x[i]) for n elements of T,
 // an arithmetic or complex type that backend::all_reduce and reduce_scatter have checked to
-// be reducible with op. Instantiated for the element types a TU passes to collectives
-// (element_type_of<T> names it), so a TU compiles their loops only. Integers add in unsigned arithmetic, which wraps where a
-// signed sum would overflow; a complex sum is the sum of its real and imaginary parts
-// (complex: sum only, check_reducible).
+// be reducible with op (complex: sum only, check_reducible). Instantiated for the element
+// types a TU passes to collectives (element_type_of<T> names it), so a TU compiles their
+// loops only. Integers add in unsigned arithmetic, which wraps where a signed sum would
+// overflow; a complex sum is the sum of its real and imaginary parts.
 template <class T>
 void reduce_elements(void* acc, const void* x, std::size_t n, reduce_op op) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    if (op == reduce_op::sum)
-      return add_into(static_cast<U*>(acc), static_cast<const U*>(x), n);
-    reduce_into(static_cast<T*>(acc), static_cast<const T*>(x), n, op);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    reduce_into(static_cast<T*>(acc), static_cast<const T*>(x), n, op);
+  if constexpr (std::is_arithmetic_v<T>) {
+    if (op != reduce_op::sum)
+      return extremum_into(static_cast<T*>(acc), static_cast<const T*>(x), n, op);
+    using S = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,
+                                          std::type_identity<T>>::type;
+    add_into(static_cast<S*>(acc), static_cast<const S*>(x), n);
   } else {
     using R = typename T::value_type;  // std::complex<R>
     add_into(static_cast<R*>(acc), static_cast<const R*>(x), 2 * n);
