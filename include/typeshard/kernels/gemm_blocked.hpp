@@ -27,7 +27,10 @@
 //   avx2      6 x 16 floats / 6 x 8 doubles      detail/gemm_micro_avx2.hpp
 //   portable  the AVX2 tile in 16-byte GNU vectors (SSE2, NEON...): detail/gemm_micro_portable.hpp
 // The SIMD kernels are compiled with __attribute__((target)), so no -march flag is needed and
-// the same binary runs on any x86-64.
+// the same binary runs on any x86-64. The driver around them (gemm_packed, macro_kernel, the
+// packing) is compiled once per blocking, not per level, and calls the level's micro-kernel
+// through a pointer: the portable kernel computes the AVX2 tile with the AVX2 blocking, so
+// the two levels share one driver, which is what a program that multiplies compiles most of.
 #pragma once
 
 #include <algorithm>
@@ -53,32 +56,33 @@ struct gemm_ops {
 
 namespace detail {
 
-// Register tile and cache blocks, per element type and SIMD level. nr is a multiple of the
-// vector width, mc of mr. kc x nr of packed B (one strip, reused by every strip of A) stays in
-// L1; mc x kc of packed A in L2; kc x nc of packed B is meant for L3.
-template <class T, gemm_isa Isa>
-struct gemm_blocking {
-  // AVX2 (and the portable kernel, which computes the same tile): 6 rows x 2 vectors of 256
-  // bits = 12 of the 16 registers.
+// Register tile and cache blocks, per element type and tile. nr is a multiple of the vector
+// width, mc of mr. kc x nr of packed B (one strip, reused by every strip of A) stays in L1;
+// mc x kc of packed A in L2; kc x nc of packed B is meant for L3. gemm_blocking<T, level>
+// (below) names the one a SIMD level uses.
+template <class T>
+struct gemm_blocking_avx2 {
+  // The AVX2 tile, which the portable kernel computes too: 6 rows x 2 vectors of 256 bits =
+  // 12 of the 16 registers.
   static constexpr std::size_t mr = 6;
   static constexpr std::size_t nr = 2 * (32 / sizeof(T));  // 16 floats, 8 doubles
-  // AVX2: a deep slab and a short block of A, measured on Zen 3 (32 KiB L1, 512 KiB L2), an
+  // A deep slab and a short block of A, measured on Zen 3 (32 KiB L1, 512 KiB L2), an
   // AVX2-only CPU, where this kernel runs whenever no BLAS is linked: in float 10-18% faster
   // there than the earlier kc = 256, mc = 96, which was at par with OpenBLAS's Haswell kernel
-  // on Zen 5 with AVX2 forced and stays for the portable kernel. Re-tried around the unrolled
-  // micro-kernel (kc 256-1024, mc 12-144 rows, nc 512-4096): nothing better beyond the noise.
-  // C's tile is loaded and stored half as often, the strip of B (32 KiB) streams from L1 and
-  // L2, and the short block of A (~50 KiB) stays in L2 (docs/reference/kernels/gemm.md).
-  static constexpr std::size_t kc = Isa == gemm_isa::avx2 ? 512 : 256;
-  static constexpr std::size_t mc = (Isa == gemm_isa::avx2 ? 4 : 16) * mr;  // 24 / 96 rows
+  // on Zen 5 with AVX2 forced. Re-tried around the unrolled micro-kernel (kc 256-1024, mc
+  // 12-144 rows, nc 512-4096): nothing better beyond the noise. C's tile is loaded and
+  // stored half as often, the strip of B (32 KiB) streams from L1 and L2, and the short
+  // block of A (~50 KiB) stays in L2 (docs/reference/kernels/gemm.md).
+  static constexpr std::size_t kc = 512;
+  static constexpr std::size_t mc = 4 * mr;  // 24 rows
   static constexpr std::size_t nc = 2048 / sizeof(T) * 4;  // 2048 floats, 1024 doubles
-  // AVX2 packs A by rows, as AVX-512 does (see there; its pack_a took ~3% of a 1024 x 1024 x
-  // 2048 float product); the portable kernel reads it interleaved (pack_a).
-  static constexpr std::size_t ka = Isa == gemm_isa::avx2 ? kc + 64 / sizeof(T) : 0;
+  // A packed by rows, as for AVX-512 (see there; the interleaved pack_a took ~3% of a
+  // 1024 x 1024 x 2048 float product).
+  static constexpr std::size_t ka = kc + 64 / sizeof(T);
 };
 
 template <class T>
-struct gemm_blocking<T, gemm_isa::avx512> {
+struct gemm_blocking_avx512 {
   // 14 rows x 2 vectors of 512 bits = 28 of the 32 registers. kc = 512 was measured best on
   // Zen 5 (1024 x 2048 x 2048 float: kc 256 / 384 / 512 gave ~86% / ~87% / ~89% of the
   // single-core peak on a quiet machine): the strip of B (64 KiB for float) no longer stays in
@@ -99,43 +103,55 @@ struct gemm_blocking<T, gemm_isa::avx512> {
   static constexpr std::size_t ka = sizeof(T) == 4 ? kc + 64 / sizeof(T) : 0;
 };
 
-// The values one strip of packed A holds: mr rows of ka, or mr x kc interleaved.
+// The blocking of a SIMD level: portable and avx2 name the same type, so they share one
+// compiled driver.
 template <class T, gemm_isa Isa>
+using gemm_blocking = std::conditional_t<Isa == gemm_isa::avx512, gemm_blocking_avx512<T>,
+                                         gemm_blocking_avx2<T>>;
+
+// The values one strip of packed A holds: mr rows of ka, or mr x kc interleaved.
+template <class Blk>
 constexpr std::size_t packed_a_strip(std::size_t kc) {
-  using blk = gemm_blocking<T, Isa>;
-  return blk::mr * (blk::ka != 0 ? blk::ka : kc);
+  return Blk::mr * (Blk::ka != 0 ? Blk::ka : kc);
 }
 
-// The micro-kernel of a level (the contract is in each kernel's header).
+// A micro-kernel (the contract is in each kernel's header).
+template <class T>
+using micro_kernel_fn = void (*)(std::size_t kc, const T* a, const T* b, T* tile,
+                                 std::size_t ldt, bool load);
+
+// The micro-kernel of a level, for the driver to call. One call covers kc * mr * nr
+// multiply-adds, so calling through a pointer (a SIMD kernel is never inlined across its
+// target boundary anyway) costs nothing.
 template <gemm_isa Isa, class T>
-inline void micro_kernel(std::size_t kc, const T* a, const T* b, T* tile, std::size_t ldt,
-                         bool load) {
+constexpr micro_kernel_fn<T> micro_kernel_of() {
+  constexpr std::size_t ka = gemm_blocking<T, Isa>::ka;
 #if defined(TYPESHARD_GEMM_X86)
   if constexpr (Isa == gemm_isa::avx512)
-    micro_kernel_avx512<gemm_blocking<T, Isa>::ka>(kc, a, b, tile, ldt, load);
+    return &micro_kernel_avx512<ka, T>;
   else if constexpr (Isa == gemm_isa::avx2)
-    micro_kernel_avx2<gemm_blocking<T, Isa>::ka>(kc, a, b, tile, ldt, load);
+    return &micro_kernel_avx2<ka, T>;
   else
-    micro_kernel_portable(kc, a, b, tile, ldt, load);
+    return &micro_kernel_portable<ka, T>;
 #else
   static_assert(Isa == gemm_isa::portable,
                 "typeshard: internal: only the portable GEMM micro-kernel exists off x86-64");
-  micro_kernel_portable(kc, a, b, tile, ldt, load);
+  return &micro_kernel_portable<ka, T>;
 #endif
 }
 
 // The macro-kernel: one packed mc x kc block of A against one packed kc x nc block of B,
 // tile by tile. Full tiles go straight to C, edge tiles through a temporary (the
-// micro-kernel always writes mr x nr). One micro-kernel call covers kc * mr * nr
-// multiply-adds, so the call itself (not inlined across the target boundary) costs nothing.
+// micro-kernel always writes mr x nr).
 //
 // Meanwhile it prefetches what the next packing will read (`ahead`), a share before each
 // strip of B, so that packing copies from cache rather than waiting on memory.
-template <class T, gemm_isa Isa>
-void macro_kernel(std::size_t mc, std::size_t nc, std::size_t kc, const T* pa, const T* pb, T* c,
-                  std::size_t ldc, bool load, const prefetch_ahead& ahead) {
-  constexpr std::size_t mr = gemm_blocking<T, Isa>::mr;
-  constexpr std::size_t nr = gemm_blocking<T, Isa>::nr;
+template <class T, class Blk>
+void macro_kernel(micro_kernel_fn<T> micro, std::size_t mc, std::size_t nc, std::size_t kc,
+                  const T* pa, const T* pb, T* c, std::size_t ldc, bool load,
+                  const prefetch_ahead& ahead) {
+  constexpr std::size_t mr = Blk::mr;
+  constexpr std::size_t nr = Blk::nr;
   const std::size_t strips = (nc + nr - 1) / nr;
   for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
     ahead.fetch(j0 / nr, strips);
@@ -143,15 +159,15 @@ void macro_kernel(std::size_t mc, std::size_t nc, std::size_t kc, const T* pa, c
     const T* b_strip = pb + j0 * kc;  // strip j0/nr holds kc * nr values
     for (std::size_t i0 = 0; i0 < mc; i0 += mr) {
       const std::size_t rows = std::min(mr, mc - i0);
-      const T* a_strip = pa + i0 / mr * packed_a_strip<T, Isa>(kc);
+      const T* a_strip = pa + i0 / mr * packed_a_strip<Blk>(kc);
       T* ct = c + i0 * ldc + j0;
       if (rows == mr && cols == nr) {
-        micro_kernel<Isa>(kc, a_strip, b_strip, ct, ldc, load);
+        micro(kc, a_strip, b_strip, ct, ldc, load);
       } else {
         alignas(64) T tmp[mr * nr];
         for (std::size_t i = 0; i < rows; ++i)
           for (std::size_t j = 0; j < cols; ++j) tmp[i * nr + j] = load ? ct[i * ldc + j] : T(0);
-        micro_kernel<Isa>(kc, a_strip, b_strip, tmp, nr, true);
+        micro(kc, a_strip, b_strip, tmp, nr, true);
         for (std::size_t i = 0; i < rows; ++i)
           for (std::size_t j = 0; j < cols; ++j) ct[i * ldc + j] = tmp[i * nr + j];
       }
@@ -181,17 +197,18 @@ void gemm_naive(std::size_t m, std::size_t n, std::size_t k, const T* a, std::si
   }
 }
 
-// The packed product at one SIMD level, which the caller has checked the CPU runs.
-template <class T, gemm_isa Isa>
-void gemm_packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t ars,
-                 std::size_t acs, const T* b, std::size_t brs, std::size_t bcs, T* c,
-                 std::size_t ldc, bool accumulate) {
-  using blk = gemm_blocking<T, Isa>;
+// The packed product with blocking Blk and the micro-kernel of a level that uses it, which
+// the caller has checked the CPU runs.
+template <class T, class Blk>
+void gemm_packed(micro_kernel_fn<T> micro, std::size_t m, std::size_t n, std::size_t k,
+                 const T* a, std::size_t ars, std::size_t acs, const T* b, std::size_t brs,
+                 std::size_t bcs, T* c, std::size_t ldc, bool accumulate) {
+  using blk = Blk;
   const std::size_t kc_max = std::min(blk::kc, k);
   const std::size_t mc_max = std::min(blk::mc, (m + blk::mr - 1) / blk::mr * blk::mr);
   const std::size_t nc_max = std::min(blk::nc, (n + blk::nr - 1) / blk::nr * blk::nr);
   constexpr std::size_t line = 64 / sizeof(T);
-  const std::size_t a_size = (mc_max / blk::mr * packed_a_strip<T, Isa>(kc_max) + line - 1) /
+  const std::size_t a_size = (mc_max / blk::mr * packed_a_strip<blk>(kc_max) + line - 1) /
                              line * line;  // B's block starts on a cache line
   T* const pa = thread_pack_scratch<T>(a_size + kc_max * nc_max);
   T* const pb = pa + a_size;
@@ -230,8 +247,7 @@ void gemm_packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::s
           pack_a_rows<blk::mr, blk::ka>(mc, kc, a + i0 * ars + p0 * acs, ars, acs, pa);
         else
           pack_a<blk::mr>(mc, kc, a + i0 * ars + p0 * acs, ars, acs, pa);
-        macro_kernel<T, Isa>(mc, nc, kc, pa, pb, c + i0 * ldc + j0, ldc, load,
-                             ahead);
+        macro_kernel<T, blk>(micro, mc, nc, kc, pa, pb, c + i0 * ldc + j0, ldc, load, ahead);
       }
     }
   }
@@ -259,21 +275,24 @@ void gemm_blocked_at(gemm_isa isa, std::size_t m, std::size_t n, std::size_t k, 
       gemm_naive(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
       return;
     }
+    using gemm_isa::avx2, gemm_isa::avx512, gemm_isa::portable;
 #if defined(TYPESHARD_GEMM_X86)  // elsewhere only the portable level exists (gemm_isa.hpp)
     switch (gemm_isa_capped(isa)) {
-      case gemm_isa::avx512:
-        return gemm_packed<T, gemm_isa::avx512>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
-                                                accumulate);
-      case gemm_isa::avx2:
-        return gemm_packed<T, gemm_isa::avx2>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
-                                              accumulate);
-      case gemm_isa::portable:
+      case avx512:
+        return gemm_packed<T, gemm_blocking<T, avx512>>(micro_kernel_of<avx512, T>(), m, n, k,
+                                                        a, ars, acs, b, brs, bcs, c, ldc,
+                                                        accumulate);
+      case avx2:
+        return gemm_packed<T, gemm_blocking<T, avx2>>(micro_kernel_of<avx2, T>(), m, n, k, a,
+                                                      ars, acs, b, brs, bcs, c, ldc, accumulate);
+      case portable:
         break;
     }
 #else
     (void)isa;
 #endif
-    gemm_packed<T, gemm_isa::portable>(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, accumulate);
+    gemm_packed<T, gemm_blocking<T, portable>>(micro_kernel_of<portable, T>(), m, n, k, a, ars,
+                                               acs, b, brs, bcs, c, ldc, accumulate);
   }
 }
 

@@ -4,7 +4,9 @@
 //
 // Contract (every micro-kernel): tile[mr x nr] (row stride ldt) = (load ? tile : 0) +
 // sum over p < kc of a_strip[p][i] * b_strip[p][j], with both strips packed and 64-byte
-// aligned. Here mr x nr = 6 x 16 floats or 6 x 8 doubles, the AVX2 kernel's tile.
+// aligned; this one reads A's strip packed by rows, a_strip[i * ka + p] (pack_a_rows), as
+// the AVX2 kernel does. Here mr x nr = 6 x 16 floats or 6 x 8 doubles, the AVX2 kernel's
+// tile, so the two share their blocking and the whole driver around them (gemm_blocked.hpp).
 #pragma once
 
 #include <cstddef>
@@ -27,7 +29,7 @@ struct vec16<double> {
   typedef double type __attribute__((vector_size(16)));
 };
 
-template <class T>
+template <std::size_t ka, class T>
 void micro_kernel_portable(std::size_t kc, const T* a, const T* b, T* tile, std::size_t ldt,
                            bool load) {
   using V = typename vec16<T>::type;
@@ -42,12 +44,12 @@ void micro_kernel_portable(std::size_t kc, const T* a, const T* b, T* tile, std:
     V acc[mr][nv] = {};
     const T* ap = a;
     const T* bp = b + h;
-    for (std::size_t p = 0; p < kc; ++p, ap += mr, bp += nr) {
+    for (std::size_t p = 0; p < kc; ++p, ap += 1, bp += nr) {
       V b0, b1;
       std::memcpy(&b0, bp, sizeof(V));
       std::memcpy(&b1, bp + lanes, sizeof(V));
       for (std::size_t i = 0; i < mr; ++i) {
-        const V ai = V{} + ap[i];  // broadcast
+        const V ai = V{} + ap[i * ka];  // broadcast
         acc[i][0] += ai * b0;
         acc[i][1] += ai * b1;
       }
