@@ -118,6 +118,7 @@ TEST_CASE("gemm: every SIMD level the CPU has is tested, and the detection agree
   const std::vector<gemm_impl> here = ts_test::gemm_impls_here();
   const auto has = [&](gemm_impl w) { return std::count(here.begin(), here.end(), w) == 1; };
   CHECK(has(gemm_impl::packed_portable));
+  CHECK(has(gemm_impl::packed_interleaved));
 #if defined(__x86_64__)
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -27,10 +27,10 @@
 //   avx2      6 x 16 floats / 6 x 8 doubles      detail/gemm_micro_avx2.hpp
 //   portable  the AVX2 tile in 16-byte GNU vectors (SSE2, NEON...): detail/gemm_micro_portable.hpp
 // The SIMD kernels are compiled with __attribute__((target)), so no -march flag is needed and
-// the same binary runs on any x86-64. The driver around them (gemm_packed, macro_kernel, the
-// packing) is compiled once per blocking, not per level, and calls the level's micro-kernel
-// through a pointer: the portable kernel computes the AVX2 tile with the AVX2 blocking, so
-// the two levels share one driver, which is what a program that multiplies compiles most of.
+// the same binary runs on any x86-64. The driver around them (gemm_packed, macro_kernel) is
+// compiled once per element type, not per level: it reads the level's blocking as values and
+// calls its kernels (micro-kernel and packing, the inner loops, compiled per level) through
+// pointers (gemm_level). The driver is what a program that multiplies compiles most of.
 #pragma once
 
 #include <algorithm>
@@ -103,26 +103,45 @@ struct gemm_blocking_avx512 {
   static constexpr std::size_t ka = sizeof(T) == 4 ? kc + 64 / sizeof(T) : 0;
 };
 
-// The blocking of a SIMD level: portable and avx2 name the same type, so they share one
-// compiled driver.
+// The blocking of a SIMD level (the portable kernel computes the AVX2 tile).
 template <class T, gemm_isa Isa>
 using gemm_blocking = std::conditional_t<Isa == gemm_isa::avx512, gemm_blocking_avx512<T>,
                                          gemm_blocking_avx2<T>>;
 
-// The values one strip of packed A holds: mr rows of ka, or mr x kc interleaved.
-template <class Blk>
-constexpr std::size_t packed_a_strip(std::size_t kc) {
-  return Blk::mr * (Blk::ka != 0 ? Blk::ka : kc);
-}
-
-// A micro-kernel (the contract is in each kernel's header).
+// A micro-kernel (the contract is in each kernel's header), and a packing (pack_a,
+// pack_a_rows, pack_b: gemm_pack.hpp).
 template <class T>
 using micro_kernel_fn = void (*)(std::size_t kc, const T* a, const T* b, T* tile,
                                  std::size_t ldt, bool load);
+template <class T>
+using pack_fn = void (*)(std::size_t rows, std::size_t cols, const T* src, std::size_t rs,
+                         std::size_t cs, T* out);
 
-// The micro-kernel of a level, for the driver to call. One call covers kc * mr * nr
-// multiply-adds, so calling through a pointer (a SIMD kernel is never inlined across its
-// target boundary anyway) costs nothing.
+// A level as the driver sees it: the blocking as values (gemm_blocking's), and the kernels
+// compiled for it. The calls through pointers cost nothing: one micro-kernel call covers
+// kc * mr * nr multiply-adds (and a SIMD kernel is never inlined across its target boundary
+// anyway), one packing call a whole block.
+template <class T>
+struct gemm_level {
+  std::size_t mr, nr, kc, mc, nc;
+  std::size_t ka;             // packed A's row stride, or 0: A interleaved (pack_a)
+  micro_kernel_fn<T> micro;   // one mr x nr tile over a kc slab
+  pack_fn<T> pack_a;          // an mc x kc block of op(A), into strips of mr rows
+  pack_fn<T> pack_b;          // a kc x nc block of op(B), into strips of nr columns
+  // The values one strip of packed A holds: mr rows of ka, or mr x kc interleaved.
+  std::size_t a_strip(std::size_t kc_now) const { return mr * (ka != 0 ? ka : kc_now); }
+};
+
+// The largest tile of any level (AVX-512's), for the macro-kernel's edge tiles.
+template <class T>
+inline constexpr std::size_t gemm_max_tile =
+    gemm_blocking_avx512<T>::mr * gemm_blocking_avx512<T>::nr;
+static_assert(gemm_blocking_avx2<float>::mr * gemm_blocking_avx2<float>::nr <=
+                  gemm_max_tile<float> &&
+              gemm_blocking_avx2<double>::mr * gemm_blocking_avx2<double>::nr <=
+                  gemm_max_tile<double>);
+
+// The micro-kernel of a level.
 template <gemm_isa Isa, class T>
 constexpr micro_kernel_fn<T> micro_kernel_of() {
   constexpr std::size_t ka = gemm_blocking<T, Isa>::ka;
@@ -140,34 +159,49 @@ constexpr micro_kernel_fn<T> micro_kernel_of() {
 #endif
 }
 
+// Level Isa for the driver.
+template <gemm_isa Isa, class T>
+constexpr gemm_level<T> gemm_level_of() {
+  using blk = gemm_blocking<T, Isa>;
+  pack_fn<T> pack_a_fn = nullptr;
+  if constexpr (blk::ka != 0)
+    pack_a_fn = &pack_a_rows<blk::mr, blk::ka, T>;
+  else
+    pack_a_fn = &pack_a<blk::mr, T>;
+  return {blk::mr, blk::nr, blk::kc, blk::mc, blk::nc, blk::ka,
+          micro_kernel_of<Isa, T>(), pack_a_fn, &pack_b<blk::nr, T>};
+}
+
 // The macro-kernel: one packed mc x kc block of A against one packed kc x nc block of B,
 // tile by tile. Full tiles go straight to C, edge tiles through a temporary (the
 // micro-kernel always writes mr x nr).
 //
 // Meanwhile it prefetches what the next packing will read (`ahead`), a share before each
 // strip of B, so that packing copies from cache rather than waiting on memory.
-template <class T, class Blk>
-void macro_kernel(micro_kernel_fn<T> micro, std::size_t mc, std::size_t nc, std::size_t kc,
+template <class T>
+void macro_kernel(const gemm_level<T>& level, std::size_t mc, std::size_t nc, std::size_t kc,
                   const T* pa, const T* pb, T* c, std::size_t ldc, bool load,
                   const prefetch_ahead& ahead) {
-  constexpr std::size_t mr = Blk::mr;
-  constexpr std::size_t nr = Blk::nr;
+  const std::size_t mr = level.mr, nr = level.nr;
+  const std::size_t a_strip = level.a_strip(kc);
   const std::size_t strips = (nc + nr - 1) / nr;
-  for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
-    ahead.fetch(j0 / nr, strips);
+  // (Strip and tile indices are counted, not divided out: mr and nr are run-time values.)
+  std::size_t strip = 0;
+  for (std::size_t j0 = 0; j0 < nc; j0 += nr, ++strip) {
+    ahead.fetch(strip, strips);
     const std::size_t cols = std::min(nr, nc - j0);
     const T* b_strip = pb + j0 * kc;  // strip j0/nr holds kc * nr values
-    for (std::size_t i0 = 0; i0 < mc; i0 += mr) {
+    const T* a_rows = pa;             // strip i0/mr of A starts a_strip values further
+    for (std::size_t i0 = 0; i0 < mc; i0 += mr, a_rows += a_strip) {
       const std::size_t rows = std::min(mr, mc - i0);
-      const T* a_strip = pa + i0 / mr * packed_a_strip<Blk>(kc);
       T* ct = c + i0 * ldc + j0;
       if (rows == mr && cols == nr) {
-        micro(kc, a_strip, b_strip, ct, ldc, load);
+        level.micro(kc, a_rows, b_strip, ct, ldc, load);
       } else {
-        alignas(64) T tmp[mr * nr];
+        alignas(64) T tmp[gemm_max_tile<T>];
         for (std::size_t i = 0; i < rows; ++i)
           for (std::size_t j = 0; j < cols; ++j) tmp[i * nr + j] = load ? ct[i * ldc + j] : T(0);
-        micro(kc, a_strip, b_strip, tmp, nr, true);
+        level.micro(kc, a_rows, b_strip, tmp, nr, true);
         for (std::size_t i = 0; i < rows; ++i)
           for (std::size_t j = 0; j < cols; ++j) ct[i * ldc + j] = tmp[i * nr + j];
       }
@@ -197,30 +231,28 @@ void gemm_naive(std::size_t m, std::size_t n, std::size_t k, const T* a, std::si
   }
 }
 
-// The packed product with blocking Blk and the micro-kernel of a level that uses it, which
-// the caller has checked the CPU runs.
-template <class T, class Blk>
-void gemm_packed(micro_kernel_fn<T> micro, std::size_t m, std::size_t n, std::size_t k,
+// The packed product at a level the caller has checked the CPU runs; m, n and k above 0.
+template <class T>
+void gemm_packed(const gemm_level<T>& level, std::size_t m, std::size_t n, std::size_t k,
                  const T* a, std::size_t ars, std::size_t acs, const T* b, std::size_t brs,
                  std::size_t bcs, T* c, std::size_t ldc, bool accumulate) {
-  using blk = Blk;
-  const std::size_t kc_max = std::min(blk::kc, k);
-  const std::size_t mc_max = std::min(blk::mc, (m + blk::mr - 1) / blk::mr * blk::mr);
-  const std::size_t nc_max = std::min(blk::nc, (n + blk::nr - 1) / blk::nr * blk::nr);
+  const std::size_t kc_max = std::min(level.kc, k);
+  const std::size_t mc_max = std::min(level.mc, (m + level.mr - 1) / level.mr * level.mr);
+  const std::size_t nc_max = std::min(level.nc, (n + level.nr - 1) / level.nr * level.nr);
   constexpr std::size_t line = 64 / sizeof(T);
-  const std::size_t a_size = (mc_max / blk::mr * packed_a_strip<blk>(kc_max) + line - 1) /
-                             line * line;  // B's block starts on a cache line
+  const std::size_t a_size = (mc_max / level.mr * level.a_strip(kc_max) + line - 1) / line *
+                             line;  // B's block starts on a cache line
   T* const pa = thread_pack_scratch<T>(a_size + kc_max * nc_max);
   T* const pb = pa + a_size;
 
-  const std::size_t a_blocks = (m + blk::mc - 1) / blk::mc;
-  for (std::size_t j0 = 0; j0 < n; j0 += blk::nc) {
-    const std::size_t nc = std::min(blk::nc, n - j0);
-    for (std::size_t p0 = 0; p0 < k; p0 += blk::kc) {
-      const std::size_t kc = std::min(blk::kc, k - p0);
+  const std::size_t a_blocks = (m + level.mc - 1) / level.mc;
+  for (std::size_t j0 = 0; j0 < n; j0 += level.nc) {
+    const std::size_t nc = std::min(level.nc, n - j0);
+    for (std::size_t p0 = 0; p0 < k; p0 += level.kc) {
+      const std::size_t kc = std::min(level.kc, k - p0);
       // The first slab writes C (or adds to it when accumulating); later slabs add.
       const bool load = accumulate || p0 > 0;
-      pack_b<blk::nr>(kc, nc, b + p0 * brs + j0 * bcs, brs, bcs, pb);
+      level.pack_b(kc, nc, b + p0 * brs + j0 * bcs, brs, bcs, pb);
       // The slab of B packed next (the next kc, else the first of the next panel), fetched
       // a share per block of A; and the next block of A, fetched during the current one.
       const bool last_slab = p0 + kc >= k;
@@ -228,26 +260,23 @@ void gemm_packed(micro_kernel_fn<T> micro, std::size_t m, std::size_t n, std::si
       const std::size_t next_j0 = last_slab ? j0 + nc : j0;
       const prefetch_region next_b =
           next_j0 < n ? prefetch_region::of(b + next_p0 * brs + next_j0 * bcs, brs, bcs,
-                                            std::min(blk::kc, k - next_p0),
-                                            std::min(blk::nc, n - next_j0))
+                                            std::min(level.kc, k - next_p0),
+                                            std::min(level.nc, n - next_j0))
                       : prefetch_region{};
-      for (std::size_t i0 = 0; i0 < m; i0 += blk::mc) {
-        const std::size_t mc = std::min(blk::mc, m - i0);
+      for (std::size_t i0 = 0; i0 < m; i0 += level.mc) {
+        const std::size_t mc = std::min(level.mc, m - i0);
         const bool last_block = i0 + mc >= m;
         const std::size_t next_i0 = last_block ? 0 : i0 + mc;
         const std::size_t next_a_p0 = last_block ? next_p0 : p0;
         const prefetch_region next_a =
             !last_block || next_j0 < n
                 ? prefetch_region::of(a + next_i0 * ars + next_a_p0 * acs, ars, acs,
-                                      std::min(blk::mc, m - next_i0),
-                                      std::min(blk::kc, k - next_a_p0))
+                                      std::min(level.mc, m - next_i0),
+                                      std::min(level.kc, k - next_a_p0))
                 : prefetch_region{};
-        const prefetch_ahead ahead{next_a, next_b, i0 / blk::mc, a_blocks};
-        if constexpr (blk::ka != 0)
-          pack_a_rows<blk::mr, blk::ka>(mc, kc, a + i0 * ars + p0 * acs, ars, acs, pa);
-        else
-          pack_a<blk::mr>(mc, kc, a + i0 * ars + p0 * acs, ars, acs, pa);
-        macro_kernel<T, blk>(micro, mc, nc, kc, pa, pb, c + i0 * ldc + j0, ldc, load, ahead);
+        const prefetch_ahead ahead{next_a, next_b, i0 / level.mc, a_blocks};
+        level.pack_a(mc, kc, a + i0 * ars + p0 * acs, ars, acs, pa);
+        macro_kernel(level, mc, nc, kc, pa, pb, c + i0 * ldc + j0, ldc, load, ahead);
       }
     }
   }
@@ -279,20 +308,19 @@ void gemm_blocked_at(gemm_isa isa, std::size_t m, std::size_t n, std::size_t k, 
 #if defined(TYPESHARD_GEMM_X86)  // elsewhere only the portable level exists (gemm_isa.hpp)
     switch (gemm_isa_capped(isa)) {
       case avx512:
-        return gemm_packed<T, gemm_blocking<T, avx512>>(micro_kernel_of<avx512, T>(), m, n, k,
-                                                        a, ars, acs, b, brs, bcs, c, ldc,
-                                                        accumulate);
+        return gemm_packed(gemm_level_of<avx512, T>(), m, n, k, a, ars, acs, b, brs, bcs, c,
+                           ldc, accumulate);
       case avx2:
-        return gemm_packed<T, gemm_blocking<T, avx2>>(micro_kernel_of<avx2, T>(), m, n, k, a,
-                                                      ars, acs, b, brs, bcs, c, ldc, accumulate);
+        return gemm_packed(gemm_level_of<avx2, T>(), m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
+                           accumulate);
       case portable:
         break;
     }
 #else
     (void)isa;
 #endif
-    gemm_packed<T, gemm_blocking<T, portable>>(micro_kernel_of<portable, T>(), m, n, k, a, ars,
-                                               acs, b, brs, bcs, c, ldc, accumulate);
+    gemm_packed(gemm_level_of<portable, T>(), m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
+                accumulate);
   }
 }
 

@@ -5,8 +5,10 @@
 //
 // The paths: kernels::gemm as it dispatches; the CBLAS call it makes when a BLAS is linked
 // (its row-major / transpose / stride mapping, called directly because on a CPU with AVX-512
-// kernels::gemm does not take it); and typeshard's packed kernel at every SIMD level the CPU
-// runs (avx512, avx2, portable).
+// kernels::gemm does not take it); typeshard's packed kernel at every SIMD level the CPU runs
+// (avx512, avx2, portable); and its driver with A packed interleaved (pack_a, the layout
+// only the avx512 level reads, for double), through the portable micro-kernel, so that every
+// CPU tests that layout and the driver's ka = 0 path.
 //
 // check_case computes C (+)= op(A) . op(B) with operands stored with padded rows (the
 // padding holds a sentinel that C's padding must keep; without accumulate C starts as NaN, so
@@ -33,7 +35,9 @@ namespace ts_test {
 
 namespace kernels = typeshard::kernels;
 
-enum class gemm_impl { dispatch, cblas, packed_avx512, packed_avx2, packed_portable };
+enum class gemm_impl {
+  dispatch, cblas, packed_avx512, packed_avx2, packed_portable, packed_interleaved
+};
 
 inline const char* name(gemm_impl which) {
   switch (which) {
@@ -42,6 +46,7 @@ inline const char* name(gemm_impl which) {
     case gemm_impl::packed_avx512: return "gemm_blocked at avx512";
     case gemm_impl::packed_avx2: return "gemm_blocked at avx2";
     case gemm_impl::packed_portable: return "gemm_blocked at portable";
+    case gemm_impl::packed_interleaved: return "gemm_packed, A interleaved, portable kernel";
   }
   return "?";
 }
@@ -64,7 +69,29 @@ inline std::vector<gemm_impl> gemm_impls_here() {
   if (best >= static_cast<int>(kernels::gemm_isa::avx512)) out.push_back(gemm_impl::packed_avx512);
   if (best >= static_cast<int>(kernels::gemm_isa::avx2)) out.push_back(gemm_impl::packed_avx2);
   out.push_back(gemm_impl::packed_portable);
+  out.push_back(gemm_impl::packed_interleaved);
   return out;
+}
+
+// The packed driver with A interleaved: the portable level's blocking and micro-kernel, both
+// reading A as pack_a writes it (ka = 0).
+template <class T>
+void run_interleaved(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda,
+                     const T* b, std::size_t ldb, T* c, std::size_t ldc, bool acc,
+                     kernels::gemm_ops ops) {
+  namespace kd = kernels::detail;
+  if (m == 0 || n == 0 || k == 0) {  // the driver multiplies non-empty products only
+    kernels::gemm<T>(m, n, k, a, lda, b, ldb, c, ldc, acc, ops);
+    return;
+  }
+  kd::gemm_level<T> level = kd::gemm_level_of<kernels::gemm_isa::portable, T>();
+  constexpr std::size_t mr = kd::gemm_blocking<T, kernels::gemm_isa::portable>::mr;
+  level.ka = 0;
+  level.pack_a = &kd::pack_a<mr, T>;
+  level.micro = &kd::micro_kernel_portable<0, T>;
+  const std::size_t ars = ops.trans_a ? 1 : lda, acs = ops.trans_a ? lda : 1;
+  const std::size_t brs = ops.trans_b ? 1 : ldb, bcs = ops.trans_b ? ldb : 1;
+  kd::gemm_packed(level, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, acc);
 }
 
 template <class T>
@@ -88,6 +115,9 @@ void run(gemm_impl which, std::size_t m, std::size_t n, std::size_t k, const T* 
 #else
       throw std::logic_error("no CBLAS in this build");
 #endif
+    case gemm_impl::packed_interleaved:
+      run_interleaved<T>(m, n, k, a, lda, b, ldb, c, ldc, acc, ops);
+      return;
     default:
       kernels::detail::gemm_blocked_at<T>(isa_of(which), m, n, k, a, lda, b, ldb, c, ldc, acc,
                                           ops);

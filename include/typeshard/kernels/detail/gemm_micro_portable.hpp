@@ -5,8 +5,10 @@
 // Contract (every micro-kernel): tile[mr x nr] (row stride ldt) = (load ? tile : 0) +
 // sum over p < kc of a_strip[p][i] * b_strip[p][j], with both strips packed and 64-byte
 // aligned; this one reads A's strip packed by rows, a_strip[i * ka + p] (pack_a_rows), as
-// the AVX2 kernel does. Here mr x nr = 6 x 16 floats or 6 x 8 doubles, the AVX2 kernel's
-// tile, so the two share their blocking and the whole driver around them (gemm_blocked.hpp).
+// the AVX2 kernel does, or interleaved as the contract says when ka is 0 (pack_a: the layout
+// the AVX-512 kernel reads for double, which the GEMM tests run through this kernel so that
+// every CPU tests it). Here mr x nr = 6 x 16 floats or 6 x 8 doubles, the AVX2 kernel's tile,
+// with the AVX2 blocking (gemm_blocked.hpp).
 #pragma once
 
 #include <cstddef>
@@ -40,16 +42,18 @@ void micro_kernel_portable(std::size_t kc, const T* a, const T* b, T* tile, std:
   constexpr std::size_t nv = half / lanes;  // vectors per row of a half: 2
   static_assert(nv == 2 && mr == 6,
                 "typeshard: internal: the register budget below assumes a 6 x (2 vectors) half");
+  // Row i of A's strip at a[i * a_row], its k steps a_step apart.
+  constexpr std::size_t a_row = ka != 0 ? ka : 1, a_step = ka != 0 ? 1 : mr;
   for (std::size_t h = 0; h < nr; h += half) {
     V acc[mr][nv] = {};
     const T* ap = a;
     const T* bp = b + h;
-    for (std::size_t p = 0; p < kc; ++p, ap += 1, bp += nr) {
+    for (std::size_t p = 0; p < kc; ++p, ap += a_step, bp += nr) {
       V b0, b1;
       std::memcpy(&b0, bp, sizeof(V));
       std::memcpy(&b1, bp + lanes, sizeof(V));
       for (std::size_t i = 0; i < mr; ++i) {
-        const V ai = V{} + ap[i * ka];  // broadcast
+        const V ai = V{} + ap[i * a_row];  // broadcast
         acc[i][0] += ai * b0;
         acc[i][1] += ai * b1;
       }
