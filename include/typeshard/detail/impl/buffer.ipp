@@ -2,7 +2,6 @@
 // Included by buffer.hpp (header-only) or compiled once into typeshard::runtime.
 #pragma once
 
-#include <iterator>
 #include <mutex>
 #include <new>
 
@@ -49,38 +48,31 @@ TYPESHARD_RUNTIME_DEF block_pool& block_pool::instance() {
 
 TYPESHARD_RUNTIME_DEF void* block_pool::take(std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  const auto [first, last] = by_size_.equal_range(bytes);
-  if (first == last) return nullptr;
-  const auto newest = std::prev(last);
-  const auto entry = newest->second;
-  void* p = entry->pointer;
-  by_size_.erase(newest);
-  by_age_.erase(entry);
-  kept_ -= bytes;
-  return p;
+  for (auto it = by_age_.end(); it != by_age_.begin();) {
+    if ((--it)->bytes != bytes) continue;
+    void* p = it->pointer;
+    by_age_.erase(it);
+    kept_ -= bytes;
+    return p;
+  }
+  return nullptr;
 }
 
 TYPESHARD_RUNTIME_DEF bool block_pool::keep(void* p, std::size_t bytes) noexcept {
   if (bytes > max_kept_) return false;
   try {
     std::lock_guard lock(mutex_);
-    while (kept_ + bytes > max_kept_) {
-      const kept_block oldest = by_age_.front();
-      by_size_.erase(oldest.index);
-      by_age_.pop_front();
-      kept_ -= oldest.bytes;
-      system_free_block(oldest.pointer, oldest.bytes);
+    // The oldest blocks that must go to make room, given back together.
+    auto last = by_age_.begin();
+    for (; kept_ + bytes > max_kept_; ++last) {
+      kept_ -= last->bytes;
+      system_free_block(last->pointer, last->bytes);
     }
-    by_age_.push_back({p, bytes, {}});
-    try {
-      by_age_.back().index = by_size_.emplace(bytes, std::prev(by_age_.end()));
-    } catch (...) {
-      by_age_.pop_back();
-      throw;
-    }
+    by_age_.erase(by_age_.begin(), last);
+    by_age_.push_back({p, bytes});
     kept_ += bytes;
     return true;
-  } catch (...) {  // no memory for the pool's own nodes: free the block instead
+  } catch (...) {  // no memory for the pool's own entries: free the block instead
     return false;
   }
 }
