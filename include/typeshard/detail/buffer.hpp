@@ -100,12 +100,12 @@ class block_pool {
   };
 
   mutable std::mutex mutex_;
-  // Oldest first; take() scans from the newest end. A program keeps tens to a few hundred
-  // blocks, and a take and keep cost 20-40 ns with 30 kept, 25-225 ns with 300 (a size
-  // index, a multimap beside a list in age order, cost 80-150 ns), up to 2.4 us when the
-  // size wanted is the oldest of 3000, about the time of filling one 64 KiB block once. The
-  // index cost every program that allocates shards 0.28 G instructions of g++ to compile
-  // (issue 15's budget).
+  // Oldest first; take() scans from the newest end. A take and keep cost 29-42 ns with 30
+  // blocks kept and 25-225 ns with 300 (the size index this replaced, a multimap beside a
+  // list in age order: 78-152 ns), up to 2.4 us when the size wanted is the oldest of 3000
+  // (267 ns), about the time of filling one 64 KiB block once. The index cost every program
+  // that allocates shards 0.28 G instructions of g++ to compile (issue 15's budget). At most
+  // 16384 blocks are kept (1 GiB by default, at least 64 KiB each).
   std::vector<kept_block> by_age_;
   std::size_t kept_ = 0;
   std::size_t max_kept_;
