@@ -5,7 +5,8 @@
 // kernels::gemm calls the micro-kernel, and only on float and double), so this test reaches
 // it through the detail API: it gives vec16 a 16-byte vector for a 9-byte element, for which
 // 32 / 9 = 3 elements per half tile but 16 / 9 = 1 per vector, i.e. 3 vectors a row, and
-// instantiates the micro-kernel (with a row stride of packed A, ka, of 1). The twin uses a 4-byte element (2 vectors a row, as float).
+// instantiates the micro-kernel (with a row stride of packed A, ka, of 1). The twin uses a
+// 4-byte element (2 vectors a row, as float).
 // Everything the kernel body does with the element type compiles, so the guard's is the only
 // error.
 #include <cstddef>
