@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -78,20 +79,35 @@ TYPESHARD_COLD inline std::string devices_string(const std::string& mesh,
                                    "; ", fix}));
 }
 
+// What every copy of a device mesh shares: its device list and its backend's lifetime.
+struct mesh_devices {
+  std::vector<device_id> ids;
+  std::shared_ptr<const std::atomic<bool>> backend_alive;
+};
+
 // A device mesh's device list, made once per mesh: on values (the mesh's size and its
 // printed name, built only when a check needs it), so one copy serves every mesh type.
-TYPESHARD_COLD inline std::shared_ptr<const std::vector<device_id>> first_devices(
+TYPESHARD_COLD inline std::shared_ptr<const mesh_devices> first_devices(
     backend& b, std::size_t size, std::string (*mesh)()) {
   b.check_default_mesh(size, mesh());
   if (b.device_count() < size) throw_too_few_devices(mesh(), size, b.device_count());
   std::vector<device_id> ids(size);
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = i;
-  return std::make_shared<const std::vector<device_id>>(std::move(ids));
+  return std::make_shared<const mesh_devices>(mesh_devices{std::move(ids), b.lifetime()});
 }
-TYPESHARD_COLD inline std::shared_ptr<const std::vector<device_id>> listed_devices(
+TYPESHARD_COLD inline std::shared_ptr<const mesh_devices> listed_devices(
     backend& b, std::vector<device_id> devices, std::size_t size, std::string (*mesh)()) {
   check_device_list(b, devices, size, mesh());
-  return std::make_shared<const std::vector<device_id>>(std::move(devices));
+  return std::make_shared<const mesh_devices>(mesh_devices{std::move(devices), b.lifetime()});
+}
+
+// A device mesh used after its backend was destroyed.
+[[noreturn]] TYPESHARD_COLD TYPESHARD_NOINLINE inline void throw_backend_destroyed(
+    const std::string& mesh) {
+  throw usage_error(message(
+      {"typeshard: ", mesh, " is used after its backend (the cpu_devices or mpi_devices it "
+       "was made on) was destroyed; create the backend first and keep it alive for as long as "
+       "any device mesh or array on it is used"}));
 }
 
 // What the operations that need both operands on one device mesh tell the user to do.
@@ -117,22 +133,30 @@ class device_mesh {
   device_mesh(backend& b, std::initializer_list<device_id> devices)
       : device_mesh(b, std::vector<device_id>(devices)) {}
 
-  backend& get_backend() const { return *backend_; }
-  const std::vector<device_id>& devices() const { return *devices_; }
-  device_id device_at(std::size_t position) const { return (*devices_)[position]; }
+  // The backend, which must still exist: a device mesh (and every array on it) does not own
+  // its backend, and reaching one that was destroyed is a usage_error, never a use after free.
+  backend& get_backend() const {
+    if (!devices_->backend_alive->load(std::memory_order_acquire))
+      detail::throw_backend_destroyed(to_string());
+    return *backend_;
+  }
+  const std::vector<device_id>& devices() const { return devices_->ids; }
+  device_id device_at(std::size_t position) const { return devices_->ids[position]; }
 
   // Two device meshes are the same when they use the same backend and devices in the same
   // order; only then can arrays on them meet in one operation.
   friend bool operator==(const device_mesh& a, const device_mesh& b) {
-    return a.backend_ == b.backend_ && *a.devices_ == *b.devices_;
+    return a.backend_ == b.backend_ && a.devices_->ids == b.devices_->ids;
   }
 
   // "Mesh('x': 2, 'y': 2) on devices [0, 1, 2, 3]".
-  std::string to_string() const { return detail::devices_string(Mesh::to_string(), *devices_); }
+  std::string to_string() const {
+    return detail::devices_string(Mesh::to_string(), devices_->ids);
+  }
 
  private:
   backend* backend_;
-  std::shared_ptr<const std::vector<device_id>> devices_;
+  std::shared_ptr<const detail::mesh_devices> devices_;
 };
 
 namespace detail {

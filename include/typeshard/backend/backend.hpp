@@ -15,9 +15,11 @@
 // Backends move and reduce bytes; they know nothing of arrays, specs or matmul.
 #pragma once
 
+#include <atomic>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -155,7 +157,16 @@ inline constexpr std::size_t no_peer = static_cast<std::size_t>(-1);
 // thread pool and MPI reject the same bad calls with the same messages.
 class backend {
  public:
-  virtual ~backend() = default;
+  backend() = default;
+  // A copy is another backend, with a lifetime of its own.
+  backend(const backend&) : alive_(std::make_shared<std::atomic<bool>>(true)) {}
+  backend& operator=(const backend&) { return *this; }
+  virtual ~backend() { alive_->store(false, std::memory_order_release); }
+
+  // Whether the backend still exists, as a flag that outlives it: a device mesh (and so
+  // every array on it) holds this and refuses to reach a destroyed backend with a
+  // usage_error rather than a use after free (device_mesh::get_backend).
+  std::shared_ptr<const std::atomic<bool>> lifetime() const { return alive_; }
 
   // Total number of devices, addressable by this process or not.
   virtual std::size_t device_count() const = 0;
@@ -311,6 +322,8 @@ class backend {
  private:
   void check_devices(std::span<const device_id> devices) const;
   void check_group(const collective_group& g) const;
+
+  std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
 };
 
 }  // namespace typeshard

@@ -42,6 +42,12 @@ class thread_run;
 struct thread_call;
 struct thread_job;
 
+// For tests only: when set, called before each device thread of a cpu_devices is started,
+// with the device's index; a hook that throws std::system_error makes that start fail as
+// std::thread's constructor does under a thread or memory limit (ulimit -u, RLIMIT_AS, a
+// container's pids.max). Not synchronised: set it while no pool is being made.
+inline void (*thread_start_hook)(std::size_t device) = nullptr;
+
 // What the calling thread is doing: set while a device thread runs a body.
 struct thread_device_context {
   thread_run* run = nullptr;
@@ -62,7 +68,9 @@ class basic_cpu_devices final : public backend {
  public:
   // Starts `count` device threads (usage_error for 0). At most `concurrent_kernels` of them
   // run a heavy kernel (a per-shard GEMM) at once (see backend::kernel_slot); by default as
-  // many as the cores this process may run on.
+  // many as the cores this process may run on. When a thread cannot be started (a thread,
+  // process or address-space limit), the threads already started are stopped and joined and
+  // a typeshard::error naming the device and the system's reason is thrown.
   explicit basic_cpu_devices(std::size_t count);
   basic_cpu_devices(std::size_t count, std::size_t concurrent_kernels);
 
@@ -139,6 +147,8 @@ class basic_cpu_devices final : public backend {
   };
 
   void work(worker& w);
+  // Stops and joins the first `started` device threads.
+  void stop_workers(std::size_t started) noexcept;
 
   // One collective on the calling device: publish, meet the group, check that every member
   // called the same thing, do this member's share (work), meet again (so no member returns,

@@ -33,7 +33,12 @@ namespace typeshard {
 namespace detail {
 
 // One device's softmax: its block is [outer, n, inner] around the dimension (n its local
-// extent); the row statistics are [outer, inner].
+// extent); the row statistics are [outer, inner]. Its work is bounded by its block's
+// elements plus its rows, never by an extent alone: with no rows (outer or inner empty) it
+// returns at once, and so do the other members of its collective groups (they hold the same
+// rows: a group varies only along the dimension). A device whose own block is empty along
+// the dimension (n == 0, an uneven shard) still takes part in the max and sum collectives
+// with the identities -inf and 0, so that its peers' rows are complete.
 template <class Plan, class T, class Mesh, std::size_t Rank>
 void softmax_block(backend& b, std::size_t p, const T* x, const shape<Rank>& s, T* out) {
   constexpr std::size_t dim = Plan::dim;
@@ -42,6 +47,7 @@ void softmax_block(backend& b, std::size_t p, const T* x, const shape<Rank>& s, 
   for (std::size_t d = dim + 1; d < Rank; ++d) inner *= s[d];
   const std::size_t n = s[dim];
   const std::size_t rows = outer * inner;
+  if (rows == 0) return;  // no rows: nothing to compute, and no peer waits for statistics
   buffer<T> max(rows), sum(rows);
   std::size_t reductions = 0;
   for (const step<Rank>& st : Plan::steps) {
@@ -101,6 +107,9 @@ auto softmax(const A& a) {
   } else {
     std::vector<buffer<T>> out(Mesh::size);
     backend& b = a.device_mesh().get_backend();
+    // An empty array: every block is empty (some global extent is 0, so every block's is),
+    // so there is nothing to compute and no statistic to exchange, whatever the other extents.
+    if (a.size() == 0) return result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
     for_each_position(a.device_mesh(), [&](std::size_t p) {
       const std::span<const T> x = a.local_data(p);
       buffer<T> y(x.size());

@@ -149,16 +149,27 @@ basic_cpu_devices<Unused>::basic_cpu_devices(std::size_t count,
   if (kernel_cores_.size() < 2 || kernel_slots_ > kernel_cores_.size()) kernel_cores_.clear();
 #endif
   workers_ = std::make_unique<worker[]>(count);
+  std::size_t started = 0;
+  try {
+    for (; started < count; ++started) {
+      if (detail::thread_start_hook != nullptr) detail::thread_start_hook(started);
+      const std::size_t i = started;
+      workers_[i].thread = std::thread([this, i] { work(workers_[i]); });
+    }
+  } catch (const std::exception& e) {
+    // Joinable threads must not be destroyed (std::terminate): stop the ones running first.
+    stop_workers(started);
+    throw error(detail::message(
+        {"typeshard: cpu_devices could not start the thread of device ", started, " of ", count,
+         " (", e.what(), "): the process is at a limit on threads, processes or address space "
+         "(ulimit -u, ulimit -v, a container's pids limit); ask for fewer devices"}));
+  }
   device_count_ = count;
-  for (std::size_t i = 0; i < count; ++i)
-    workers_[i].thread = std::thread([this, i] { work(workers_[i]); });
 }
 
 template <class Unused>
-TYPESHARD_COLD
-basic_cpu_devices<Unused>::~basic_cpu_devices() {
-  std::lock_guard operation(run_mutex_);
-  for (std::size_t i = 0; i < device_count_; ++i) {
+TYPESHARD_COLD void basic_cpu_devices<Unused>::stop_workers(std::size_t started) noexcept {
+  for (std::size_t i = 0; i < started; ++i) {
     worker& w = workers_[i];
     {
       std::lock_guard lock(w.mutex);
@@ -167,7 +178,14 @@ basic_cpu_devices<Unused>::~basic_cpu_devices() {
     }
     w.wake.notify_one();
   }
-  for (std::size_t i = 0; i < device_count_; ++i) workers_[i].thread.join();
+  for (std::size_t i = 0; i < started; ++i) workers_[i].thread.join();
+}
+
+template <class Unused>
+TYPESHARD_COLD
+basic_cpu_devices<Unused>::~basic_cpu_devices() {
+  std::lock_guard operation(run_mutex_);
+  stop_workers(device_count_);
 }
 
 template <class Unused>
