@@ -226,10 +226,21 @@ void fuzz_elementwise_matmul(FuzzedDataProvider& in) {
       const auto b = ts::device_put<SB>(m, hb);
       switch (in.ConsumeIntegralInRange<int>(0, 2)) {
         case 0: {  // elementwise: needs equal specs (a compile-time rule), so reshard b first
-          const auto sum = a + ts::reshard<SA>(b);  // shape_error unless sa == sb
-          auto want = ha;
-          for (std::size_t i = 0; i < want.size(); ++i) want.data()[i] += hb.data()[i];
-          if (!(ts::to_host(sum) == want)) wrong("a + b");
+          // NumPy's broadcasting: extents equal or one of them 1 (shape_error otherwise, and
+          // also where a dimension to broadcast is sharded).
+          const auto sum = a + ts::reshard<SA>(b);
+          ts::shape<2> so{};
+          for (std::size_t d = 0; d < 2; ++d) {
+            if (sa[d] != sb[d] && sa[d] != 1 && sb[d] != 1)
+              wrong("a + b of extents that do not broadcast was accepted");
+            so[d] = sa[d] == 1 ? sb[d] : sa[d];
+          }
+          ts::host_tensor<double, 2> want(so);
+          for (std::size_t i = 0; i < so[0]; ++i)
+            for (std::size_t j = 0; j < so[1]; ++j)
+              want(i, j) = ha(sa[0] == 1 ? 0 : i, sa[1] == 1 ? 0 : j) +
+                           hb(sb[0] == 1 ? 0 : i, sb[1] == 1 ? 0 : j);
+          if (!(ts::to_host(sum) == want)) wrong("a + b (broadcast)");
           break;
         }
         case 1: {

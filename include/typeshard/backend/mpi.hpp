@@ -35,9 +35,16 @@
 //   caller. Errors raised outside per-device functions (shape checks, rule 6, a device mesh
 //   that does not fit the job) are thrown as usual, on every rank alike.
 // - Checks. The thread pool diagnoses members that call different collectives (or a
-//   ppermute that is not a permutation); checking that on MPI costs one more collective per
-//   call, so it is off unless TYPESHARD_MPI_CHECK=1 is set in the environment. Without it a
-//   mismatch is MPI's undefined behaviour (an error, a hang, or wrong data).
+//   ppermute that is not a permutation) and deadlocks; on MPI that costs one more
+//   (non-blocking) collective per call, so it is off unless TYPESHARD_MPI_CHECK=1 is set in
+//   the environment (the same on every rank). With it, members that disagree abort the job
+//   with what each called, and a deadlock (collectives called in crossing orders over
+//   different groups, a rank that destroyed its mpi_devices while peers wait for it) is
+//   reported by the watchdog (detail/mpi_watchdog.hpp) with every rank's pending collective
+//   within about twice TYPESHARD_MPI_CHECK_TIMEOUT seconds (default 5) of the last rank
+//   starting to wait, then the job aborts (exit status 1). Without it a mismatch is MPI's
+//   undefined behaviour (an error, a hang, or wrong data) and an early exit hangs the job
+//   (docs/mpi.md).
 // - Threads. MPI is initialised with MPI_THREAD_SERIALIZED; operations run one at a time.
 #pragma once
 
@@ -59,9 +66,11 @@
 
 #include "detail/function_ref.hpp"
 #include "detail/mpi_datatypes.hpp"
+#include "detail/mpi_watchdog.hpp"
 #include "detail/reduce_kernels.hpp"
 #include "../core/errors.hpp"
 #include "backend.hpp"
+#include "collective_observer.hpp"
 
 namespace typeshard {
 
@@ -133,8 +142,21 @@ class mpi_devices final : public backend {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) {
+      // With checks on, leave only with every rank (a peer may still wait for this one in a
+      // collective: the watchdog reports that instead of MPI_Finalize hanging).
+      if (checks_) {
+        MPI_Request barrier = MPI_REQUEST_NULL;
+        MPI_Ibarrier(watch_.communicator(), &barrier);
+        detail::mpi_wait w;
+        w.kind = detail::mpi_wait::finalizing;
+        w.what = "the destruction of ts::mpi_devices (this rank is done with typeshard: it "
+                 "returned from main or left the backend's scope), after its collective #" +
+                 std::to_string(collectives_);
+        watch_.wait(barrier, std::move(w));
+      }
+      watch_.release();
       types_.release();
-      for (auto& [ranks, c] : comms_) MPI_Comm_free(&c);
+      for (auto& [ranks, c] : comms_) MPI_Comm_free(&c.comm);
       MPI_Group_free(&group_);
       MPI_Comm_free(&comm_);
       if (owns_mpi_) MPI_Finalize();
@@ -153,9 +175,15 @@ class mpi_devices final : public backend {
   // typeshard's duplicate of the communicator, for programs that mix in MPI calls of
   // their own on the same ranks.
   MPI_Comm communicator() const { return comm_; }
-  // Whether every collective is checked (TYPESHARD_MPI_CHECK=1); settable per backend.
+  // Whether every collective is checked (TYPESHARD_MPI_CHECK=1); settable per backend, the
+  // same on every rank, before the first operation.
   bool checks_collectives() const { return checks_; }
   void check_collectives(bool on) { checks_ = on; }
+  // With checks on: how long a rank waits in a collective before the watchdog asks every
+  // rank what it waits in (TYPESHARD_MPI_CHECK_TIMEOUT, seconds, default 5). A deadlock is
+  // reported within about twice this after the last rank starts to wait.
+  double check_timeout() const { return watch_.bound(); }
+  void check_timeout(double seconds) { watch_.set_bound(seconds); }
 
   // A mesh taken implicitly (device_mesh<M>{devices}) must span every rank: a rank left
   // out would idle through the program, which is almost always a wrong -np.
@@ -198,8 +226,8 @@ class mpi_devices final : public backend {
   void do_all_gather(const collective_group& g, element_type t, const void* send, void* recv,
                      std::size_t rows, std::span<const std::size_t> counts,
                      std::uint64_t signature) override {
-    const MPI_Comm c = group_comm(g);
-    verify(c, g, signature);
+    const MPI_Comm c = group_comm(g, collective_kind::all_gather);
+    verify(c, g, signature, collective_kind::all_gather);
     const std::size_t total = sum(counts);
     if (rows == 0 || total == 0) return;
     const MPI_Datatype e = types_.element(t);
@@ -249,8 +277,8 @@ class mpi_devices final : public backend {
   void do_reduce_scatter(const collective_group& g, element_type t, reduce_op op,
                          const void* send, void* recv, std::size_t rows,
                          std::span<const std::size_t> counts, std::uint64_t signature) override {
-    const MPI_Comm c = group_comm(g);
-    verify(c, g, signature);
+    const MPI_Comm c = group_comm(g, collective_kind::reduce_scatter);
+    verify(c, g, signature, collective_kind::reduce_scatter);
     const std::size_t total = sum(counts);
     if (rows == 0 || total == 0) return;
     const MPI_Datatype e = types_.element(t);
@@ -286,8 +314,8 @@ class mpi_devices final : public backend {
 
   void do_all_reduce(const collective_group& g, element_type t, reduce_op op, const void* send,
                      void* recv, std::size_t n, std::uint64_t signature) override {
-    const MPI_Comm c = group_comm(g);
-    verify(c, g, signature);
+    const MPI_Comm c = group_comm(g, collective_kind::all_reduce);
+    verify(c, g, signature, collective_kind::all_reduce);
     if (n == 0) return;
     detail::mpi_check(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, count(n),
                                     types_.element(t), types_.op(op, t.kind), c),
@@ -297,8 +325,8 @@ class mpi_devices final : public backend {
   void do_all_to_all(const collective_group& g, element_type t, const void* send, void* recv,
                      const strided_pieces& send_pieces, const strided_pieces& recv_pieces,
                      std::uint64_t signature) override {
-    const MPI_Comm c = group_comm(g);
-    verify(c, g, signature);
+    const MPI_Comm c = group_comm(g, collective_kind::all_to_all);
+    verify(c, g, signature, collective_kind::all_to_all);
     if (send_pieces.elements() == 0) return;
     const auto plain = [](const strided_pieces& l) {  // piece j is elements [j*k, (j+1)*k)
       return l.rows == 1 && l.member_stride == l.run;
@@ -320,7 +348,7 @@ class mpi_devices final : public backend {
                   std::size_t send_count, std::size_t send_to, void* recv,
                   std::size_t recv_count, std::size_t recv_from,
                   std::uint64_t signature) override {
-    const MPI_Comm c = group_comm(g);
+    const MPI_Comm c = group_comm(g, collective_kind::permute);
     if (checks_) verify_permutation(c, g, signature, send_count, send_to, recv_count, recv_from);
     // The group communicator ranks members in group order, so a member is its own rank.
     const int dest = send_to == no_peer ? MPI_PROC_NULL : static_cast<int>(send_to);
@@ -380,8 +408,11 @@ class mpi_devices final : public backend {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     MPI_Comm_group(comm_, &group_);
+    watch_.start(comm_);
     const char* check = std::getenv("TYPESHARD_MPI_CHECK");
     checks_ = check != nullptr && *check != '\0' && std::string_view(check) != "0";
+    const char* timeout = std::getenv("TYPESHARD_MPI_CHECK_TIMEOUT");
+    if (timeout != nullptr && std::atof(timeout) > 0) watch_.set_bound(std::atof(timeout));
   }
 
   // The backend running a per-device function on this thread, if any.
@@ -406,11 +437,16 @@ class mpi_devices final : public backend {
   // outside a mesh that uses a subset of them), and kept: never made per call.
   // (backend::check_group has checked the group: the caller is its member `rank`, and every
   // member is a device of the current run, once.)
-  MPI_Comm group_comm(const collective_group& g) {
+  MPI_Comm group_comm(const collective_group& g, collective_kind kind) {
     ranks_.clear();
     for (std::size_t m : g.members) ranks_.push_back(static_cast<int>(devices_[m]));
     auto it = comms_.find(ranks_);
-    if (it != comms_.end()) return it->second;
+    if (it != comms_.end()) {
+      group_ranks_ = &it->first;
+      group_info_ = &it->second;
+      return it->second.comm;
+    }
+    if (checks_) handshake(g, kind);
     MPI_Group members = MPI_GROUP_NULL;
     detail::mpi_check(MPI_Group_incl(group_, static_cast<int>(ranks_.size()), ranks_.data(),
                                      &members),
@@ -420,38 +456,135 @@ class mpi_devices final : public backend {
     MPI_Group_free(&members);
     detail::mpi_check(rc, "MPI_Comm_create_group");
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-    return comms_.emplace(ranks_, c).first->second;
+    const auto made = comms_.emplace(ranks_, group_state{c, 0}).first;
+    group_ranks_ = &made->first;
+    group_info_ = &made->second;
+    return c;
   }
 
-  // TYPESHARD_MPI_CHECK: every member's signature, gathered and compared, as the thread
-  // pool compares them.
-  void verify(MPI_Comm c, const collective_group& g, std::uint64_t signature) {
+  // TYPESHARD_MPI_CHECK: what every member calls (its signature, the collective, its own
+  // collective number and, for permute, its peer and count), gathered without blocking
+  // (MPI_Iallgather, waited for by the watchdog) and compared, as the thread pool compares
+  // them. Only when every member has arrived does the collective itself run.
+  struct call_record {
+    std::uint64_t signature, kind, number, send_to, send_count;
+  };
+  void gather_calls(MPI_Comm c, const collective_group& g, collective_kind kind,
+                    std::uint64_t signature, std::uint64_t send_to, std::uint64_t send_count) {
+    ++collectives_;
+    const std::uint64_t group_number = ++group_info_->collectives;
+    const call_record mine{signature, static_cast<std::uint64_t>(kind), collectives_, send_to,
+                           send_count};
+    calls_.resize(g.size());
+    MPI_Request request = MPI_REQUEST_NULL;
+    detail::mpi_check(MPI_Iallgather(&mine, 5, MPI_UINT64_T, calls_.data(), 5, MPI_UINT64_T, c,
+                                     &request),
+                      "MPI_Iallgather");
+    detail::mpi_wait w;
+    w.kind = detail::mpi_wait::collective;
+    w.members = *group_ranks_;
+    w.group_seq = group_number;
+    w.group_key = 1469598103934665603ull;  // FNV-1a over the ranks
+    for (int r : w.members) w.group_key = (w.group_key ^ static_cast<std::uint64_t>(r)) * 1099511628211ull;
+    w.what = describe(kind, g, group_number, collectives_);
+    watch_.wait(request, std::move(w));
+    for (const call_record& r : calls_)
+      if (r.signature != signature) throw_calls_differ(g, group_number);
+  }
+
+  // TYPESHARD_MPI_CHECK, before a group's communicator is made (MPI_Comm_create_group blocks
+  // until every member calls it): every member tells every other which group it is about to
+  // make, point to point on the watchdog's communicator, and waits for theirs under the
+  // watchdog. Members that make the communicators of different groups in crossing orders
+  // are reported as a deadlock (they wait for each other) or, when their messages cross, as
+  // a usage_error here.
+  void handshake(const collective_group& g, collective_kind kind) {
+    static constexpr int handshake_tag = 7104;
+    std::uint64_t key = 1469598103934665603ull;  // FNV-1a over the ranks
+    for (int r : ranks_) key = (key ^ static_cast<std::uint64_t>(r)) * 1099511628211ull;
+    const std::size_t n = ranks_.size();
+    std::vector<std::uint64_t> theirs(n, key);
+    std::vector<MPI_Request> requests;
+    const MPI_Comm w = watch_.communicator();
+    for (std::size_t j = 0; j < n; ++j) {
+      if (ranks_[j] == rank_) continue;
+      requests.emplace_back();
+      MPI_Isend(&key, 1, MPI_UINT64_T, ranks_[j], handshake_tag, w, &requests.back());
+      requests.emplace_back();
+      MPI_Irecv(&theirs[j], 1, MPI_UINT64_T, ranks_[j], handshake_tag, w, &requests.back());
+    }
+    detail::mpi_wait wait;
+    wait.kind = detail::mpi_wait::collective;
+    wait.members = ranks_;
+    wait.group_key = key;
+    wait.group_seq = 0;
+    group_ranks_ = &ranks_;
+    wait.what = describe(kind, g, 1, collectives_ + 1) +
+                " (before the group's first collective: making its communicator)";
+    watch_.wait(std::span<MPI_Request>(requests), std::move(wait));
+    for (std::size_t j = 0; j < n; ++j)
+      if (theirs[j] != key)
+        throw usage_error(
+            "typeshard: ranks " + std::to_string(rank_) + " and " + std::to_string(ranks_[j]) +
+            " entered the collectives of different groups in crossing orders (rank " +
+            std::to_string(rank_) + ": " + describe(kind, g, 1, collectives_ + 1) +
+            "); every device must call the same collectives in the same order");
+  }
+
+  // "all_reduce over \"x\" (ranks [0, 2]): that group's collective #1, this rank's #3".
+  std::string describe(collective_kind kind, const collective_group& g, std::uint64_t group_number,
+                       std::uint64_t number) const {
+    std::string axes;
+    for (const detail::axis_name& a : g.axes) {
+      if (!axes.empty()) axes += ',';
+      axes.append(a.chars, a.length);
+    }
+    if (axes.empty() && g.purpose != nullptr) axes = g.purpose;
+    std::string out = std::string(to_string(kind)) + " over \"" + axes + "\" (group of ranks [";
+    for (std::size_t j = 0; j < group_ranks_->size(); ++j)
+      out += (j ? ", " : "") + std::to_string((*group_ranks_)[j]);
+    return out + "]): that group's collective #" + std::to_string(group_number) + ", rank " +
+           std::to_string(rank_) + "'s collective #" + std::to_string(number);
+  }
+
+  [[noreturn]] void throw_calls_differ(const collective_group& g, std::uint64_t group_number) {
+    std::string out =
+        "typeshard: the devices of a collective group called different collectives (or the "
+        "same with different sizes or element types); every device must call the same "
+        "collectives in the same order. Collective #" + std::to_string(group_number) +
+        " of the group of ranks [";
+    for (std::size_t j = 0; j < group_ranks_->size(); ++j)
+      out += (j ? ", " : "") + std::to_string((*group_ranks_)[j]);
+    out += "]:";
+    for (std::size_t j = 0; j < g.size(); ++j) {
+      const call_record& r = calls_[j];
+      out += " rank " + std::to_string((*group_ranks_)[j]) + " called " +
+             (r.kind <= static_cast<std::uint64_t>(collective_kind::permute)
+                  ? to_string(static_cast<collective_kind>(r.kind))
+                  : "?") +
+             " (signature " + std::to_string(r.signature % 100000) + ", its collective #" +
+             std::to_string(r.number) + ")" + (j + 1 < g.size() ? ";" : "");
+    }
+    throw usage_error(out);
+  }
+
+  void verify(MPI_Comm c, const collective_group& g, std::uint64_t signature,
+              collective_kind kind) {
     if (!checks_) return;
-    gathered_.resize(g.size());
-    detail::mpi_check(MPI_Allgather(&signature, 1, MPI_UINT64_T, gathered_.data(), 1,
-                                    MPI_UINT64_T, c),
-                      "MPI_Allgather");
-    for (std::uint64_t s : gathered_)
-      if (s != signature) throw_signature_mismatch();
+    gather_calls(c, g, kind, signature, 0, 0);
   }
 
   void verify_permutation(MPI_Comm c, const collective_group& g, std::uint64_t signature,
                           std::size_t send_count, std::size_t send_to, std::size_t recv_count,
                           std::size_t recv_from) {
-    const std::array<std::uint64_t, 3> mine{signature, send_to, send_count};
-    gathered_.resize(3 * g.size());
-    detail::mpi_check(MPI_Allgather(mine.data(), 3, MPI_UINT64_T, gathered_.data(), 3,
-                                    MPI_UINT64_T, c),
-                      "MPI_Allgather");
-    for (std::size_t j = 0; j < g.size(); ++j) {
-      if (gathered_[3 * j] != mine[0]) throw_signature_mismatch();
-      if (gathered_[3 * j + 1] == g.rank && j != recv_from)
+    gather_calls(c, g, collective_kind::permute, signature, send_to, send_count);
+    for (std::size_t j = 0; j < g.size(); ++j)
+      if (calls_[j].send_to == g.rank && j != recv_from)
         throw_not_a_permutation(j, g.rank, recv_from);
-    }
-    if (recv_from != no_peer && (gathered_[3 * recv_from + 1] != g.rank ||
-                                 gathered_[3 * recv_from + 2] != recv_count))
-      throw_permute_count_mismatch(g.rank, recv_count, recv_from,
-                                   gathered_[3 * recv_from + 2], gathered_[3 * recv_from + 1]);
+    if (recv_from != no_peer && (calls_[recv_from].send_to != g.rank ||
+                                 calls_[recv_from].send_count != recv_count))
+      throw_permute_count_mismatch(g.rank, recv_count, recv_from, calls_[recv_from].send_count,
+                                   calls_[recv_from].send_to);
   }
 
   static std::size_t sum(std::span<const std::size_t> counts) {
@@ -484,10 +617,19 @@ class mpi_devices final : public backend {
   std::span<const device_id> devices_;  // the current run's devices, by run index
   std::size_t index_ = 0;               // this device's run index
 
-  std::map<std::vector<int>, MPI_Comm> comms_;
+  // A group's communicator and how many checked collectives it has run.
+  struct group_state {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::uint64_t collectives = 0;
+  };
+  std::map<std::vector<int>, group_state> comms_;
+  const std::vector<int>* group_ranks_ = nullptr;  // the last group_comm's group
+  group_state* group_info_ = nullptr;
+  std::uint64_t collectives_ = 0;  // checked collectives this rank has called
+  detail::mpi_watchdog watch_;
   detail::mpi_types types_;
   std::vector<int> ranks_, icounts_, idispls_;
-  std::vector<std::uint64_t> gathered_;
+  std::vector<call_record> calls_;
   std::vector<unsigned char> staging_;
 };
 
