@@ -6,15 +6,15 @@
 #include <mpi.h>
 
 #include <typeshard/backend/mpi.hpp>
-#include <typeshard/typeshard.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 namespace ts = typeshard;
-using mesh_n = ts::mesh<ts::axis("x", 2)>;
 
 int main(int argc, char** argv) {
   ts::mpi_devices devices{argc, argv};
