@@ -484,12 +484,18 @@ class mpi_devices final : public backend {
     w.kind = detail::mpi_wait::collective;
     w.members = *group_ranks_;
     w.group_seq = group_number;
-    w.group_key = 1469598103934665603ull;  // FNV-1a over the ranks
-    for (int r : w.members) w.group_key = (w.group_key ^ static_cast<std::uint64_t>(r)) * 1099511628211ull;
+    w.group_key = key_of(w.members);
     w.what = describe(kind, g, group_number, collectives_);
     watch_.wait(request, std::move(w));
     for (const call_record& r : calls_)
       if (r.signature != signature) throw_calls_differ(g, group_number);
+  }
+
+  // A group's identity in the watchdog's answers: FNV-1a over its ranks.
+  static std::uint64_t key_of(const std::vector<int>& ranks) {
+    std::uint64_t key = 1469598103934665603ull;
+    for (int r : ranks) key = (key ^ static_cast<std::uint64_t>(r)) * 1099511628211ull;
+    return key;
   }
 
   // TYPESHARD_MPI_CHECK, before a group's communicator is made (MPI_Comm_create_group blocks
@@ -500,8 +506,7 @@ class mpi_devices final : public backend {
   // a usage_error here.
   void handshake(const collective_group& g, collective_kind kind) {
     static constexpr int handshake_tag = 7104;
-    std::uint64_t key = 1469598103934665603ull;  // FNV-1a over the ranks
-    for (int r : ranks_) key = (key ^ static_cast<std::uint64_t>(r)) * 1099511628211ull;
+    const std::uint64_t key = key_of(ranks_);
     const std::size_t n = ranks_.size();
     std::vector<std::uint64_t> theirs(n, key);
     std::vector<MPI_Request> requests;
