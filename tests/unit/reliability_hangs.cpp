@@ -3,7 +3,9 @@
 // watchdog turns a hang into a failure after 20 s; the bounds checked here are 2 s).
 // - softmax and log_softmax of empty arrays whatever their other extents (2^62 included):
 //   at once, without allocating per-row statistics; uneven shards with empty blocks give the
-//   serial result (the devices with an empty block still take part in the collectives).
+//   serial result (the devices with an empty block still take part in the collectives). The
+//   other per-device kernels (reductions, elementwise, transpose, reshard, matmul,
+//   collectives) on the same arrays: at once, a result or a typeshard::error.
 // - max and min over an empty dimension give the reduction's identity (-inf / +inf, as
 //   jnp.max(x, initial=-inf)): the documented choice, not NumPy's ValueError.
 // - a pool whose threads cannot all be started (detail::thread_start_hook, and a child
@@ -77,6 +79,52 @@ TEST_CASE("softmax of an empty array returns at once, whatever its other extents
   }
   // No per-row statistics for an empty result: [2^28, 0] once needed 4 GB.
   CHECK(proc_status("VmHWM") - peak_before < 64 * 1024);
+}
+
+TEST_CASE("every other op on an empty array with a huge extent returns at once",
+          "[reliability][fault]") {
+  // Results that stay empty (reducing or contracting the huge extent, elementwise, moves,
+  // collectives): each within 2 s, never a loop over the huge extent. (Results that are not
+  // empty, such as sum<1> of [2^62, 0], are allocations too large to make: not tried here.)
+  watchdog dog("ops on empty arrays", std::chrono::seconds(20));
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  const auto bounded = [&](const char* what, auto op) {
+    CAPTURE(what);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(ts::to_host(op()).size() == 0);
+    CHECK(since(start) < 2.0);
+  };
+  const auto both = [&](const auto& a) {
+    bounded("exp(a + a)", [&] { return ts::exp(a + a); });
+    bounded("transpose", [&] { return ts::transpose(a); });
+    bounded("reshard", [&] { return ts::reshard<ts::spec<"y", "x">>(a); });
+    bounded("all_gather", [&] {
+      return ts::shard_map<mesh_2x2, ts::spec<"x", "y">, ts::spec<"x", none>>(
+          [](const auto& b) { return ts::all_gather<"y">(b, 1); })(a);
+    });
+    bounded("psum", [&] {
+      return ts::shard_map<mesh_2x2, ts::spec<"x", "y">, ts::spec<"x", "y">>(
+          [](const auto& b) { return ts::psum<"x">(b); })(a);
+    });
+  };
+  {  // [2^62, 0]: reduce and contract dimension 0
+    const auto a = ts::device_put<ts::spec<"x", "y">>(m, ts::host_tensor<float, 2>({huge, 0}));
+    both(a);
+    bounded("sum<0>", [&] { return ts::reshard<ts::spec<"y">>(ts::sum<0>(a)); });
+    bounded("max<0>", [&] { return ts::max<0>(a); });
+    bounded("matmul over 2^62", [&] {
+      return ts::reshard<ts::spec<none, "y">>(ts::matmul<ts::spec<none, "y">>(ts::transpose(a), a));
+    });
+  }
+  {  // [0, 2^62]: reduce and contract dimension 1
+    const auto a = ts::device_put<ts::spec<"x", "y">>(m, ts::host_tensor<float, 2>({0, huge}));
+    both(a);
+    bounded("sum<1>", [&] { return ts::reshard<ts::spec<"x">>(ts::sum<1>(a)); });
+    bounded("min<1>", [&] { return ts::min<1>(a); });
+    bounded("matmul over 2^62",
+            [&] { return ts::matmul<ts::spec<"x", none>>(a, ts::transpose(a)); });
+  }
 }
 
 TEST_CASE("softmax with empty blocks beside full ones matches the serial loop",
