@@ -15,6 +15,7 @@
 #include "ops/collectives.hpp"
 #include "ops/dims.hpp"
 #include "array/device_mesh.hpp"
+#include "core/bfloat16.hpp"
 #include "core/diagnostics.hpp"
 #include "ops/einsum.hpp"
 #include "ops/elementwise.hpp"
