@@ -26,6 +26,8 @@
 //   avx512    14 x 32 floats / 14 x 16 doubles   detail/gemm_micro_avx512.hpp
 //   avx2      6 x 16 floats / 6 x 8 doubles      detail/gemm_micro_avx2.hpp
 //   portable  the AVX2 tile in 16-byte GNU vectors (SSE2, NEON...): detail/gemm_micro_portable.hpp
+// and, for bfloat16 operands into float (gemm_bf16.hpp, gemm_level<bfloat16, float>), the
+// AVX-512 BF16 tile of 14 x 32 floats: detail/gemm_micro_avx512_bf16.hpp.
 // The SIMD kernels are compiled with __attribute__((target)), so no -march flag is needed and
 // the same binary runs on any x86-64. The driver around them (gemm_packed, macro_kernel) is
 // compiled once per element type, not per level: it reads the level's blocking as values and

@@ -5,14 +5,15 @@
 // Contract: tile[14 x 32] (floats, row stride ldt) = (load ? tile : 0) + sum over p < kc of
 // A(i, p) * B(p, j), kc even, both operands packed in pairs of k (gemm_pack_bf16.hpp):
 //   A by rows, a[i * ka + p] (pack_a_rows_bf16): the pair (p, p + 1) of row i is one 32-bit
-//     value, broadcast to all 16 lanes straight from memory ({1to16});
+//     value, broadcast to all 16 lanes once and used for both vectors of B;
 //   B in strips of 32 columns, b[(p / 2) * 64 + 2 * j + p % 2] (pack_b_bf16): per pair of k,
 //     two vectors of 16 column pairs.
 // vdpbf16ps adds a.even * b.even + a.odd * b.odd into each float lane (products exact in
 // float, denormal inputs and outputs flushed to zero, round to nearest even: Intel's
 // definition), so one instruction does two k steps of the float kernel's FMA: per pair of k,
 // 28 vdpbf16ps for 2 vector loads and 14 broadcasts, 28 independent chains in 28 of the 32
-// zmm registers (the float kernel's tile, gemm_micro_avx512.hpp).
+// zmm registers (the float kernel's tile, gemm_micro_avx512.hpp). (Broadcasting from memory
+// into each instruction, {1to16}, twice per pair, measured the same.)
 //
 // The instruction is written as inline assembly: the compilers' builtins for it differ in
 // name and operand types between versions (g++ 12: short vectors, clang 14: int vectors,
@@ -40,14 +41,13 @@ namespace typeshard::kernels::detail {
 #define TYPESHARD_GEMM_AVX512_BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
 
 namespace avx512_bf16 {
-// A pair of bfloat16 as one 32-bit memory operand (may alias the packed values).
+// A pair of bfloat16 as one 32-bit value (may alias the packed values).
 typedef std::uint32_t pair_alias __attribute__((may_alias));
-
-// acc += the pairwise products of b's 16 pairs with the pair at *a, broadcast.
-#define TYPESHARD_DPBF16_BCST(acc, b, a)                                   \
-  __asm__("vdpbf16ps %[m]%{1to16%}, %[v], %[c]"                            \
-          : [c] "+v"(acc)                                                  \
-          : [v] "v"(b), [m] "m"(*reinterpret_cast<const avx512_bf16::pair_alias*>(a)))
+// 16 pairs of bfloat16, one per 32-bit lane.
+typedef std::uint32_t u32x16 __attribute__((vector_size(64)));
+// acc (16 floats) += the pairwise products of b's 16 pairs with a's.
+#define TYPESHARD_DPBF16(acc, b, a) \
+  __asm__("vdpbf16ps %[x], %[v], %[c]" : [c] "+v"(acc) : [v] "v"(b), [x] "v"(a))
 }  // namespace avx512_bf16
 
 template <std::size_t ka>
@@ -71,8 +71,10 @@ TYPESHARD_GEMM_AVX512_BF16_TARGET void micro_kernel_avx512_bf16(std::size_t kc,
     const V b1 = *reinterpret_cast<const simd::f32x16_a*>(b + 32);
 #pragma GCC unroll 14
     for (std::size_t i = 0; i < mr; ++i) {
-      TYPESHARD_DPBF16_BCST(c0[i], b0, a + i * ka);
-      TYPESHARD_DPBF16_BCST(c1[i], b1, a + i * ka);
+      const std::uint32_t pair = *reinterpret_cast<const avx512_bf16::pair_alias*>(a + i * ka);
+      const avx512_bf16::u32x16 ai = avx512_bf16::u32x16{} + pair;  // broadcast once, used twice
+      TYPESHARD_DPBF16(c0[i], b0, ai);
+      TYPESHARD_DPBF16(c1[i], b1, ai);
     }
     a += 2;
     b += 64;
@@ -90,7 +92,7 @@ TYPESHARD_GEMM_AVX512_BF16_TARGET void micro_kernel_avx512_bf16(std::size_t kc,
   }
 }
 
-#undef TYPESHARD_DPBF16_BCST
+#undef TYPESHARD_DPBF16
 
 }  // namespace typeshard::kernels::detail
 
