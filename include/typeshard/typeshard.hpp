@@ -8,6 +8,7 @@
 #include "backend/backend.hpp"
 #include "backend/threads.hpp"
 #include "backend/collective_observer.hpp"
+#include "ops/astype.hpp"
 #include "ops/communication_report.hpp"
 #include "array/block.hpp"
 #include "array/block_elementwise.hpp"

@@ -14,7 +14,8 @@
 // Trivially copyable and standard-layout, so arrays, collectives and MPI move its 2 bytes.
 //
 // is_floating_element_v<T>: float, double, long double or bfloat16; the element types that
-// floating-point operations (mean, softmax...) accept.
+// floating-point operations (mean, softmax...) accept. is_gemm_element_v<T>: float, double or
+// bfloat16, those of matmul and einsum.
 #pragma once
 
 #include <bit>
@@ -97,6 +98,12 @@ static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable_v<bfloat16> &&
 template <class T>
 inline constexpr bool is_floating_element_v =
     std::is_floating_point_v<T> || std::is_same_v<std::remove_cv_t<T>, bfloat16>;
+
+// is_gemm_element_v<T>: the element types of matmul and einsum (the per-shard GEMM): float,
+// double, and bfloat16 (multiplied and summed in float, rounded once per local product).
+template <class T>
+inline constexpr bool is_gemm_element_v =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bfloat16>;
 
 }  // namespace typeshard
 

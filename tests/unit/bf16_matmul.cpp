@@ -1,0 +1,137 @@
+// matmul and einsum on bfloat16 arrays (float products and sums in each device's GEMM, the
+// result rounded to bfloat16; partial sums all-reduced in float per element) on 2x2 and 2x4
+// meshes, over random extents and several spec pairs, against a double reference on the
+// same bfloat16 values; blocks' matmul inside shard_map; ts::astype between bfloat16 and
+// float on arrays (unreduced ones too) and blocks.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <type_traits>
+
+#include <typeshard/typeshard.hpp>
+
+#include "support/foundation.hpp"
+
+namespace ts = typeshard;
+using bf16 = ts::bfloat16;  // (OpenBLAS's headers declare a global ::bfloat16)
+
+namespace {
+
+using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
+using mesh_2x4 = ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>;
+using ts::none;
+
+ts::host_tensor<bf16, 2> random_bf16(std::size_t r, std::size_t c, std::mt19937_64& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  ts::host_tensor<bf16, 2> t({r, c});
+  for (bf16& v : t.values()) v = bf16(d(rng));
+  return t;
+}
+
+// got (m x n) against the double product of a (m x k) and b (k x n): within bfloat16's
+// rounding of the result (2^-8 relative), plus float summation and up to `partials` roundings
+// of partial sums (each to 2^-8 of the sum of magnitudes).
+void check_product(const ts::host_tensor<bf16, 2>& got, const ts::host_tensor<bf16, 2>& a,
+                   const ts::host_tensor<bf16, 2>& b, double partials) {
+  const std::size_t m = a.extent(0), k = a.extent(1), n = b.extent(1);
+  REQUIRE(got.extent(0) == m);
+  REQUIRE(got.extent(1) == n);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double want = 0, mag = 0;
+      for (std::size_t p = 0; p < k; ++p) {
+        const double x = double(float(a.data()[i * k + p])) * double(float(b.data()[p * n + j]));
+        want += x;
+        mag += std::abs(x);
+      }
+      const double tol = std::ldexp(std::abs(want), -8) + (partials + 1) * std::ldexp(mag, -8);
+      const double g = float(got.data()[i * n + j]);
+      if (std::abs(g - want) > tol) {
+        INFO("C(" << i << ", " << j << ") = " << g << ", want " << want << " +- " << tol);
+        REQUIRE(std::abs(g - want) <= tol);
+      }
+    }
+}
+
+// One (lhs, rhs) spec pair: matmul and the same product as einsum, reduced to replicated.
+template <class Mesh, class L, class R>
+void check_pair(const ts::device_mesh<Mesh>& m, std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::size_t> ext(1, 40);
+  for (int round = 0; round < 3; ++round) {
+    const std::size_t i = ext(rng), j = ext(rng) + 30 * (round == 2), k = ext(rng);
+    INFO("I " << i << " J " << j << " K " << k << " lhs " << L::to_string() << " rhs "
+              << R::to_string());
+    const auto ha = random_bf16(i, j, rng), hb = random_bf16(j, k, rng);
+    const auto a = ts::device_put<L>(m, ha);
+    const auto b = ts::device_put<R>(m, hb);
+    const auto c = ts::matmul(a, b);
+    static_assert(std::is_same_v<typename decltype(c)::value_type, bf16>);
+    using C = std::remove_cvref_t<decltype(c)>;
+    check_product(ts::to_host(ts::reshard<typename C::spec>(c)), ha, hb, double(Mesh::size));
+    const auto e = ts::einsum<"ij,jk->ik">(a, b);
+    using E = std::remove_cvref_t<decltype(e)>;
+    check_product(ts::to_host(ts::reshard<typename E::spec>(e)), ha, hb, double(Mesh::size));
+    const auto r = ts::matmul<ts::spec<none, none>>(a, b);
+    check_product(ts::to_host(r), ha, hb, double(Mesh::size));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bfloat16 matmul and einsum agree with a double reference on 2x2 and 2x4",
+          "[bf16][matmul]") {
+  INFO(ts_test::seed_message());
+  std::mt19937_64 rng(ts_test::seed());
+  ts::cpu_devices devices{8};
+  ts::device_mesh<mesh_2x2> m4{devices};
+  check_pair<mesh_2x2, ts::spec<"x", none>, ts::spec<none, "y">>(m4, rng);    // no comm
+  check_pair<mesh_2x2, ts::spec<none, "x">, ts::spec<"x", "y">>(m4, rng);     // unreduced x
+  check_pair<mesh_2x2, ts::spec<"x", "y">, ts::spec<"x", "y">>(m4, rng);      // gathers
+  ts::device_mesh<mesh_2x4> m8{devices};
+  check_pair<mesh_2x4, ts::spec<"data", "model">, ts::spec<"model", none>>(m8, rng);
+  check_pair<mesh_2x4, ts::spec<none, ts::axes("data", "model")>,
+             ts::spec<ts::axes("data", "model"), none>>(m8, rng);
+}
+
+TEST_CASE("bfloat16 blocks: matmul inside shard_map; astype on arrays and blocks",
+          "[bf16][astype]") {
+  INFO(ts_test::seed_message());
+  std::mt19937_64 rng(ts_test::seed());
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  const auto ha = random_bf16(6, 20, rng), hb = random_bf16(20, 8, rng);
+  const auto a = ts::device_put<ts::spec<"x", none>>(m, ha);
+  const auto b = ts::device_put<ts::spec<none, none>>(m, hb);
+  // Local products of row blocks: no communication.
+  const auto f = ts::shard_map<mesh_2x2, ts::specs<ts::spec<"x", none>, ts::spec<none, none>>,
+                               ts::spec<"x", none>>(
+      [](const auto& x, const auto& w) { return ts::matmul(x, w); });
+  check_product(ts::to_host(f(a, b)), ha, hb, 0);
+
+  // astype: bfloat16 -> float exact, float -> bfloat16 nearest even; unreduced kept.
+  const auto wide = ts::astype<float>(a);
+  static_assert(std::is_same_v<typename decltype(wide)::value_type, float>);
+  static_assert(std::is_same_v<typename decltype(wide)::spec, ts::spec<"x", none>>);
+  const auto hw = ts::to_host(wide);
+  for (std::size_t i = 0; i < hw.size(); ++i) REQUIRE(hw.data()[i] == float(ha.data()[i]));
+  const auto thirds = ts::map(wide, [](float v) { return v / 3.0f; });
+  const auto narrow = ts::to_host(ts::astype<bf16>(thirds));
+  const auto ht = ts::to_host(thirds);
+  for (std::size_t i = 0; i < ht.size(); ++i) REQUIRE(narrow.data()[i] == bf16(ht.data()[i]));
+  CHECK(ts::to_host(ts::astype<bf16>(a)) == ha);  // same type: unchanged
+
+  const auto u = ts::matmul(ts::device_put<ts::spec<none, "y">>(m, ha),
+                            ts::device_put<ts::spec<"y", none>>(m, hb));  // unreduced over y
+  const auto uw = ts::astype<float>(u);
+  static_assert(std::is_same_v<typename decltype(uw)::unreduced_type,
+                               typename decltype(u)::unreduced_type>);
+  static_assert(!decltype(uw)::unreduced_type::empty);
+
+  const auto g = ts::shard_map<mesh_2x2, ts::spec<"x", none>, ts::spec<"x", none>>(
+      [](const auto& x) { return ts::astype<float>(x); });
+  const auto hg = ts::to_host(g(a));
+  static_assert(std::is_same_v<typename decltype(hg)::value_type, float>);
+  CHECK(hg == hw);
+}
