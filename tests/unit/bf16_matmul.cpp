@@ -135,3 +135,42 @@ TEST_CASE("bfloat16 blocks: matmul inside shard_map; astype on arrays and blocks
   static_assert(std::is_same_v<typename decltype(hg)::value_type, float>);
   CHECK(hg == hw);
 }
+
+TEST_CASE("matmul with preferred_element<float> on bfloat16: float results, float collectives",
+          "[bf16][matmul]") {
+  INFO(ts_test::seed_message());
+  std::mt19937_64 rng(ts_test::seed());
+  ts::cpu_devices devices{8};
+  ts::device_mesh<mesh_2x4> m{devices};
+  for (int round = 0; round < 3; ++round) {
+    std::uniform_int_distribution<std::size_t> ext(1, 50);
+    const std::size_t i = ext(rng), j = ext(rng), k = ext(rng);
+    INFO("I " << i << " J " << j << " K " << k);
+    const auto ha = random_bf16(i, j, rng), hb = random_bf16(j, k, rng);
+    const auto a = ts::device_put<ts::spec<"data", "model">>(m, ha);
+    const auto b = ts::device_put<ts::spec<"model", none>>(m, hb);
+    // The same plan as the bfloat16 matmul (unreduced over model), in float.
+    const auto u = ts::matmul(a, b, ts::preferred_element<float>);
+    using U = std::remove_cvref_t<decltype(u)>;
+    static_assert(std::is_same_v<typename U::value_type, float>);
+    static_assert(std::is_same_v<typename U::unreduced_type, ts::unreduced<"model">>);
+    const auto r = ts::matmul<ts::spec<none, none>>(a, b, ts::preferred_element<float>);
+    const auto s = ts::matmul<ts::spec<"data", none>>(a, b, ts::preferred_element<float>);
+    // Against the float product of the widened operands: float sums in both.
+    const auto want = ts::to_host(ts::matmul<ts::spec<none, none>>(ts::astype<float>(a),
+                                                                   ts::astype<float>(b)));
+    for (const auto& got : {ts::to_host(ts::reshard<ts::spec<none, none>>(u)), ts::to_host(r),
+                            ts::to_host(s)})
+      for (std::size_t e = 0; e < got.size(); ++e) {
+        double mag = 0;
+        for (std::size_t p = 0; p < j; ++p)
+          mag += std::abs(double(float(ha.data()[e / k * j + p])) *
+                          double(float(hb.data()[p * k + e % k])));
+        REQUIRE(std::abs(double(got.data()[e]) - double(want.data()[e])) <=
+                (double(j) + 8) * std::ldexp(mag, -23));
+      }
+    // Same element type: plain matmul.
+    static_assert(std::is_same_v<decltype(ts::matmul(a, b, ts::preferred_element<bf16>)),
+                                 decltype(ts::matmul(a, b))>);
+  }
+}

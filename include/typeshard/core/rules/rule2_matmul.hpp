@@ -46,6 +46,17 @@ struct matmul_element_not_float_or_double {
   }
 };
 
+template <class Element, class Preferred>
+struct matmul_preferred_element_unsupported {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<Element, Preferred>,
+                  "typeshard: rule 2 (matmul): preferred_element<U> is the operands' element "
+                  "type, or float for bfloat16 operands; fix: convert the operands "
+                  "(ts::astype<U>(x)) or the result");
+    return true;
+  }
+};
+
 template <std::size_t LhsRank, std::size_t RhsRank>
 struct matmul_ranks_unsupported {
   static constexpr bool fire() {
