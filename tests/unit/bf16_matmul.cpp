@@ -2,7 +2,8 @@
 // result rounded to bfloat16; partial sums all-reduced in float per element) on 2x2 and 2x4
 // meshes, over random extents and several spec pairs, against a double reference on the
 // same bfloat16 values; blocks' matmul inside shard_map; ts::astype between bfloat16 and
-// float on arrays (unreduced ones too) and blocks.
+// float on arrays (unreduced ones too) and blocks; preferred_element<float> (float results
+// and collectives) for matmul and einsum.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -78,6 +79,13 @@ void check_pair(const ts::device_mesh<Mesh>& m, std::mt19937_64& rng) {
   }
 }
 
+ts::host_tensor<bf16, 2> transposed(const ts::host_tensor<bf16, 2>& t) {
+  ts::host_tensor<bf16, 2> out({t.extent(1), t.extent(0)});
+  for (std::size_t i = 0; i < t.extent(0); ++i)
+    for (std::size_t j = 0; j < t.extent(1); ++j) out(j, i) = t(i, j);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("bfloat16 matmul and einsum agree with a double reference on 2x2 and 2x4",
@@ -136,7 +144,7 @@ TEST_CASE("bfloat16 blocks: matmul inside shard_map; astype on arrays and blocks
   CHECK(hg == hw);
 }
 
-TEST_CASE("matmul with preferred_element<float> on bfloat16: float results, float collectives",
+TEST_CASE("matmul and einsum with preferred_element<float> on bfloat16: float results",
           "[bf16][matmul]") {
   INFO(ts_test::seed_message());
   std::mt19937_64 rng(ts_test::seed());
@@ -159,8 +167,15 @@ TEST_CASE("matmul with preferred_element<float> on bfloat16: float results, floa
     // Against the float product of the widened operands: float sums in both.
     const auto want = ts::to_host(ts::matmul<ts::spec<none, none>>(ts::astype<float>(a),
                                                                    ts::astype<float>(b)));
+    const auto eu = ts::einsum<"ij,jk->ik">(a, b, ts::preferred_element<float>);
+    static_assert(std::is_same_v<decltype(eu), decltype(u)>);
+    const auto er = ts::einsum<"ij,jk->ik", ts::spec<none, none>>(a, b, ts::preferred_element<float>);
+    // "ji,jk->ik" on a transposed copy: the swapped-output and transposed-operand paths.
+    const auto at = ts::device_put<ts::spec<"model", "data">>(m, transposed(ha));
+    const auto et = ts::einsum<"ji,jk->ik", ts::spec<none, none>>(at, b, ts::preferred_element<float>);
     for (const auto& got : {ts::to_host(ts::reshard<ts::spec<none, none>>(u)), ts::to_host(r),
-                            ts::to_host(s)})
+                            ts::to_host(s), ts::to_host(ts::reshard<ts::spec<none, none>>(eu)),
+                            ts::to_host(er), ts::to_host(et)})
       for (std::size_t e = 0; e < got.size(); ++e) {
         double mag = 0;
         for (std::size_t p = 0; p < j; ++p)

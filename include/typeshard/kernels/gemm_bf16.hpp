@@ -63,6 +63,7 @@ struct gemm_blocking_avx512_bf16 {
   static constexpr std::size_t mc = 8 * mr;  // 112 rows
   static constexpr std::size_t nc = 4096;
   static constexpr std::size_t ka = kc + 32;  // rows one cache line apart beyond kc
+  static_assert(kc % 2 == 0 && ka % 2 == 0);   // whole pairs of k, pairs 4-byte aligned
 };
 
 #if defined(TYPESHARD_GEMM_X86)

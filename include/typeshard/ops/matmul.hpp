@@ -296,17 +296,6 @@ struct matmul_out_extents<LE, RE, std::index_sequence<D...>> {
 
 }  // namespace detail
 
-// preferred_element<U>: matmul's result element type, as JAX's preferred_element_type:
-// ts::matmul(a, b, ts::preferred_element<float>) on bfloat16 operands gives a float result
-// (float sums, never rounded to bfloat16; the result's collectives in float); U equal to the
-// operands' element type is plain matmul.
-template <class U>
-struct preferred_element_t {
-  using type = U;
-};
-template <class U>
-inline constexpr preferred_element_t<U> preferred_element{};
-
 // matmul<OutSpec>(a, b): a . b over the last two dimensions, sharded by OutSpec; without
 // OutSpec, sharded (and possibly unreduced) as the plan's rules give.
 template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B>

@@ -89,6 +89,17 @@ struct einsum_element_not_float_or_double {
   }
 };
 
+template <class Element, class Preferred>
+struct einsum_preferred_element_unsupported {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<Element, Preferred>,
+                  "typeshard: rule 2 (einsum): preferred_element<U> is the operands' element "
+                  "type, or float for bfloat16 operands; fix: convert the operands "
+                  "(ts::astype<U>(x)) or the result");
+    return true;
+  }
+};
+
 template <class LhsMesh, class RhsMesh>
 struct einsum_meshes_differ {
   static constexpr bool fire() {

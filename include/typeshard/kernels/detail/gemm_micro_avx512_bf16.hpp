@@ -57,8 +57,8 @@ TYPESHARD_GEMM_AVX512_BF16_TARGET void micro_kernel_avx512_bf16(std::size_t kc,
                                                                 std::size_t ldt, bool load) {
   using V = simd::f32x16;
   constexpr std::size_t mr = micro_avx512_bf16_mr;
-  static_assert(mr == 14 && ka % 2 == 0,
-                "typeshard: internal: the unroll pragmas below assume 14 rows, pairs aligned");
+  static_assert(micro_avx512_bf16_mr == 14,
+                "typeshard: internal: the unroll pragmas below assume 14 rows");
   V c0[mr], c1[mr];
 #pragma GCC unroll 14
   for (std::size_t i = 0; i < mr; ++i) {
