@@ -189,3 +189,61 @@ TEST_CASE("matmul and einsum with preferred_element<float> on bfloat16: float re
                                  decltype(ts::matmul(a, b))>);
   }
 }
+
+TEST_CASE("mixed precision: a float master copy updated by SGD and Adam from bfloat16 gradients",
+          "[bf16][optim]") {
+  INFO(ts_test::seed_message());
+  std::mt19937_64 rng(ts_test::seed());
+  ts::cpu_devices devices{8};
+  ts::device_mesh<mesh_2x4> m{devices};
+  // A bfloat16 "gradient" unreduced over data: the product of blocks that shard J over it.
+  const auto hx = random_bf16(16, 10, rng), hy = random_bf16(10, 12, rng);
+  const auto g = ts::matmul(ts::device_put<ts::spec<none, "data">>(m, hx),
+                            ts::device_put<ts::spec<"data", none>>(m, hy));
+  using G = std::remove_cvref_t<decltype(g)>;
+  static_assert(std::is_same_v<typename G::value_type, bf16>);
+  static_assert(std::is_same_v<typename G::unreduced_type, ts::unreduced<"data">>);
+  static_assert(std::is_same_v<typename G::spec, ts::spec<none, none>>);
+  ts::host_tensor<float, 2> hw({16, 12});
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (float& v : hw.values()) v = d(rng);
+  const auto w = ts::device_put<typename G::spec>(m, hw);  // the float master copy
+  using shard = ts::spec<"data", none>;
+
+  // SGD: exactly w - lr * float(the bfloat16 sum over data) (2 members: one rounding, the
+  // same in the reduce-scatter and in a psum).
+  const auto reduced = ts::to_host(ts::reshard<typename G::spec>(g));
+  ts::communication_recorder rec_bf16;
+  const auto w1 = ts::zero_sgd_update<shard>(w, g, 0.25f);
+  const std::size_t bytes_bf16 = rec_bf16.report().bytes_received();
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(w1)>, std::remove_cvref_t<decltype(w)>>);
+  const auto h1 = ts::to_host(w1);
+  for (std::size_t i = 0; i < h1.size(); ++i)
+    REQUIRE(h1.data()[i] == hw.data()[i] - 0.25f * float(reduced.data()[i]));
+  // The gradient's reduction moved bfloat16: the same step on the widened gradient (float
+  // partial sums) receives more, by exactly half the reduction's bytes.
+  const auto g32 = ts::astype<float>(g);
+  ts::communication_recorder rec_f32;
+  (void)ts::zero_sgd_update<shard>(w, g32, 0.25f);
+  const ts::communication_report r32 = rec_f32.report();
+  std::size_t rs_bytes = 0;  // the gradient's reduce-scatter, over data
+  for (const auto& c : r32.collectives())
+    if (c.name() == "psum_scatter") rs_bytes += c.bytes_received;
+  CHECK(rs_bytes > 0);
+  CHECK(r32.bytes_received() - bytes_bf16 == rs_bytes / 2);
+
+  // Adam on the bfloat16 gradient equals Adam on its exact float widening of the reduced sum.
+  auto s_bf16 = ts::zero_adam_init<shard>(w);
+  auto s_f32 = ts::zero_adam_init<shard>(w);
+  const auto wide = ts::device_put<typename G::spec>(m, [&] {
+    ts::host_tensor<float, 2> t({16, 12});
+    for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = float(reduced.data()[i]);
+    return t;
+  }());
+  auto a = w, b = w;
+  for (int step = 0; step < 2; ++step) {
+    a = ts::zero_adam_update(a, g, s_bf16, {.lr = 0.01});
+    b = ts::zero_adam_update(b, wide, s_f32, {.lr = 0.01});
+  }
+  CHECK(ts::to_host(a) == ts::to_host(b));
+}
