@@ -21,7 +21,7 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
-#include <ostream>
+#include <iosfwd>
 #include <type_traits>
 
 namespace typeshard {
@@ -84,8 +84,12 @@ struct bfloat16 {
   friend constexpr bool operator<=(bfloat16 a, bfloat16 b) { return float(a) <= float(b); }
   friend constexpr bool operator>=(bfloat16 a, bfloat16 b) { return float(a) >= float(b); }
 
-  // Printed as its float value.
-  friend std::ostream& operator<<(std::ostream& os, bfloat16 x) { return os << float(x); }
+  // Printed as its float value (a template, so this header needs only <iosfwd>).
+  template <class Char, class Traits>
+  friend std::basic_ostream<Char, Traits>& operator<<(std::basic_ostream<Char, Traits>& os,
+                                                      bfloat16 x) {
+    return os << float(x);
+  }
 };
 
 static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable_v<bfloat16> &&
