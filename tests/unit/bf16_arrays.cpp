@@ -91,6 +91,12 @@ TEST_CASE("bf16: conversions round to nearest even, keep NaN, are exact to float
   static_assert(std::is_same_v<decltype(one + 1.0f), float>);
   static_assert(std::is_same_v<decltype(one + one), bf16>);
   static_assert(!std::is_convertible_v<float, bf16>);  // narrowing: explicit only
+  // The elementwise functors see bfloat16's NaNs (max and min take a NaN from either side).
+  const bf16 nan = std::numeric_limits<bf16>::quiet_NaN();
+  CHECK(ts::is_nan(ts::fn::maximum(one, nan)));
+  CHECK(ts::is_nan(ts::fn::minimum(one, nan)));
+  CHECK(ts::is_nan(ts::fn::maximum(nan, one)));
+  CHECK(ts::fn::maximum(one, bf16(2.0f)) == bf16(2.0f));
   std::ostringstream os;
   os << bf16(1.5f) << ' ' << std::numeric_limits<bf16>::epsilon();
   CHECK(os.str() == "1.5 0.0078125");

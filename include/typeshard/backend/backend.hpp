@@ -53,8 +53,9 @@ struct device {
 };
 
 // element_kind / element_type: what a collective's buffer holds, so that a backend can
-// reduce it and MPI can name it (bfloat16 reduces in float per element, stored rounded). `opaque` (any other trivially copyable type) can be moved
-// (gathered, exchanged, permuted) but not reduced.
+// reduce it and MPI can name it (bfloat16 reduces in float per element, stored rounded).
+// `opaque` (any other trivially copyable type) can be moved (gathered, exchanged, permuted)
+// but not reduced.
 enum class element_kind : unsigned char {
   int8, uint8, int16, uint16, int32, uint32, int64, uint64,
   float32, float64, complex64, complex128, bfloat16, opaque
