@@ -19,7 +19,14 @@
 // time stays honest when other processes share the cores) and pct_peak, that rate over the
 // single-core peak of the element type measured at start-up by an FMA-chain kernel (the
 // approach of benchmarks/compare_support/peak.cpp, timed in CPU time too), printed first.
+//
+// bfloat16 (kernels::gemm_bf16: bfloat16 operands, float C), at the same shapes:
+//   gemm/bf16/typeshard_avx512_bf16        the vdpbf16ps kernel (CPUs with AVX-512 BF16)
+//   gemm/bf16/typeshard_avx512 / _avx2     the operands widened, then the float kernel
+// and pct_peak over the bfloat16 peak measured by vdpbf16ps chains (64 flops each: 16 lanes
+// of 2 multiply-adds), where the CPU has it; else over the float peak.
 #include <typeshard/kernels/gemm.hpp>
+#include <typeshard/kernels/gemm_bf16.hpp>
 #include <typeshard/kernels/gemm_blocked.hpp>
 #include <typeshard/kernels/gemm_isa.hpp>
 
@@ -110,9 +117,32 @@ __attribute__((target("avx2,fma"))) double fma_chains_256(long iters, bool dbl) 
 }
 #endif
 
+#if defined(TYPESHARD_GEMM_X86)
+// vdpbf16ps chains: each instruction 16 lanes x 2 multiply-adds.
+constexpr int bf16_chains = 24;  // covers a longer latency than the FMA's
+__attribute__((target("avx512f,avx512bf16"))) double dpbf16_chains_512(long iters, bool) {
+  __m512 acc[bf16_chains];
+  for (int j = 0; j < bf16_chains; ++j) acc[j] = _mm512_set1_ps(float(j));
+  // 0x3a83 is ~0.001 in bfloat16: the sums stay far from overflow and from denormals.
+  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3a83), b = (__m512bh)_mm512_set1_epi16(0x3a83);
+  for (long i = 0; i < iters; ++i)
+#pragma GCC unroll 24
+    for (int j = 0; j < bf16_chains; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+  alignas(64) float f[16];
+  double s = 0;
+  for (int j = 0; j < bf16_chains; ++j) {
+    _mm512_store_ps(f, acc[j]);
+    s += f[0];
+  }
+  sink = s;
+  return double(iters) * bf16_chains * 16 * 2 * 2;
+}
+#endif
+
 // GFLOP/s of one core at its widest SIMD (the best of AVX-512 and AVX2 where both run: some
 // CPUs run AVX-512 at half rate), best of 5 runs of ~0.2 s of CPU time. 0 when not x86.
-double measured_peak(bool dbl, std::string& isa) {
+// With bf16: vdpbf16ps chains, where the CPU has them (else 0).
+double measured_peak(bool dbl, std::string& isa, bool bf16 = false) {
   double best = 0;
 #if defined(TYPESHARD_GEMM_X86)
   const auto run = [&](double (*kernel)(long, bool), const char* name) {
@@ -134,16 +164,21 @@ double measured_peak(bool dbl, std::string& isa) {
       }
     }
   };
+  if (bf16) {
+    if (k::gemm_bf16_detected()) run(dpbf16_chains_512, "avx512_bf16 vdpbf16ps");
+    return best;
+  }
   if (k::gemm_isa_detected() == k::gemm_isa::avx512) run(fma_chains_512, "avx512");
   if (k::gemm_isa_detected() != k::gemm_isa::portable) run(fma_chains_256, "avx2");
 #else
   (void)dbl;
+  (void)bf16;
   isa = "not measured";
 #endif
   return best;
 }
 
-double peak_float = 0, peak_double = 0;
+double peak_float = 0, peak_double = 0, peak_bf16 = 0;
 
 // ---- the GEMM rows -----------------------------------------------------------------------------
 enum class which { packed, dispatch, cblas };
@@ -221,6 +256,49 @@ void register_rows(const char* type) {
 #endif
 }
 
+// kernels::gemm_bf16 at level isa (avx512 on an AVX-512 BF16 CPU: the vdpbf16ps kernel).
+void bm_gemm_bf16(benchmark::State& state, k::gemm_isa isa) {
+  using bf16 = typeshard::bfloat16;
+  const auto m = static_cast<std::size_t>(state.range(0));
+  const auto n = static_cast<std::size_t>(state.range(1));
+  const auto kk = static_cast<std::size_t>(state.range(2));
+  std::vector<bf16> a(m * kk), b(kk * n);
+  std::vector<float> c(m * n);
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (bf16& x : a) x = bf16(dist(rng));
+  for (bf16& x : b) x = bf16(dist(rng));
+  for (auto _ : state) {
+    k::detail::gemm_bf16_at(isa, m, n, kk, a.data(), kk, b.data(), n, c.data(), n, false, {});
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * double(m) * double(n) * double(kk);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  const double peak = peak_bf16 > 0 ? peak_bf16 : peak_float;
+  if (peak > 0)
+    state.counters["pct_peak"] = benchmark::Counter(
+        100 * flops / 1e9 / peak, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_bf16_rows() {
+  const long shapes[][3] = {{1024, 1024, 2048}, {1024, 2048, 2048}, {2048, 2048, 2048}};
+  const auto add = [&](const char* name, k::gemm_isa isa, bool all_shapes) {
+    auto* b = benchmark::RegisterBenchmark((std::string("gemm/bf16/") + name).c_str(),
+                                          [isa](benchmark::State& s) { bm_gemm_bf16(s, isa); });
+    for (const auto& s : shapes) {
+      b->Args({s[0], s[1], s[2]});
+      if (!all_shapes) break;
+    }
+    b->Unit(benchmark::kMillisecond);
+  };
+  const k::gemm_isa best = k::gemm_isa_detected();
+  if (k::gemm_bf16_detected()) add("typeshard_avx512_bf16", k::gemm_isa::avx512, true);
+  else if (best == k::gemm_isa::avx512) add("typeshard_avx512", k::gemm_isa::avx512, true);
+  if (best >= k::gemm_isa::avx2) add("typeshard_avx2", k::gemm_isa::avx2, false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -231,10 +309,16 @@ int main(int argc, char** argv) {
   peak_double = measured_peak(true, isa_d);
   std::printf("measured single-core peak: float %.1f GFLOP/s (%s FMA chains), double %.1f (%s)\n",
               peak_float, isa_f.c_str(), peak_double, isa_d.c_str());
+  std::string isa_b;
+  peak_bf16 = measured_peak(false, isa_b, true);
+  if (peak_bf16 > 0)
+    std::printf("measured single-core bfloat16 peak: %.1f GFLOP/s (%s chains)\n", peak_bf16,
+                isa_b.c_str());
   std::printf("kernels::gemm runs: %s (detected %s)\n", k::gemm_kernel_name().c_str(),
               k::gemm_isa_name(k::gemm_isa_detected()));
   register_rows<float>("float");
   register_rows<double>("double");
+  register_bf16_rows();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -1,4 +1,4 @@
-// expect: typeshard: kernels::gemm supports float and double
+// expect: typeshard: kernels::gemm supports float, double and bfloat16
 // kernels::gemm called directly on ints. The twin converts to float.
 #include <typeshard/kernels/gemm.hpp>
 

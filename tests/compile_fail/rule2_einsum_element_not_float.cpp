@@ -1,4 +1,4 @@
-// expect: typeshard: rule 2 \(einsum\): the per-shard GEMM supports float and double
+// expect: typeshard: rule 2 \(einsum\): the per-shard GEMM supports float, double and bfloat16
 // int elements: the local product is a GEMM of float or double.
 #include <typeshard/typeshard.hpp>
 

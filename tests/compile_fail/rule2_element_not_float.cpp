@@ -1,4 +1,4 @@
-// expect: typeshard: rule 2 \(matmul\): the per-shard GEMM supports float and double elements
+// expect: typeshard: rule 2 \(matmul\): the per-shard GEMM supports float, double and bfloat16 elements
 // An int matmul has no per-shard GEMM; the twin converts to float.
 #include <typeshard/typeshard.hpp>
 

@@ -5,7 +5,7 @@
 // Full output (clang++ 14): both element types are the diagnostic's arguments:
 //   matmul_plan.hpp: error: static_assert failed due to requirement
 //       'detail::always_false<float, double>' "typeshard: rule 2 (matmul): the operands have
-//       different element types; fix: convert one (ts::map(...)) so both match"
+//       different element types; fix: convert one so both match, e.g. ts::astype<float>(x)"
 #include <typeshard/typeshard.hpp>
 
 namespace ts = typeshard;
@@ -18,7 +18,7 @@ void types(const ts::device_mesh<mesh_2x2>& m, const ts::host_tensor<float, 2>& 
 #ifdef TYPESHARD_COMPILE_FAIL
   auto C = ts::matmul(A, B);
 #else
-  auto C = ts::matmul(A, ts::map(B, [](double v) { return static_cast<float>(v); }));
+  auto C = ts::matmul(A, ts::astype<float>(B));
 #endif
   (void)C;
 }

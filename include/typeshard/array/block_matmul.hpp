@@ -90,7 +90,7 @@ auto block_product(const A& a, const B& b) {
     const T* pa = a_data + i * m * k;
     const T* pb = b_data + i * b_stride;
     T* pc = c.data() + i * m * n;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (is_gemm_element_v<T>) {  // bfloat16: float sums, rounded once
       kernels::gemm<T>(m, n, k, pa, lda, pb, ldb, pc, n, false, {.trans_a = ta, .trans_b = tb});
     } else {  // other element types: the kernels' reference loop, through row/column strides
       kernels::detail::gemm_naive(m, n, k, pa, ta ? 1 : lda, ta ? lda : 1, pb, tb ? 1 : ldb,

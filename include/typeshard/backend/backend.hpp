@@ -25,6 +25,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "../core/bfloat16.hpp"
 #include "../core/config.hpp"
 #include "../core/detail/axis_name.hpp"
 #include "detail/function_ref.hpp"
@@ -54,11 +55,12 @@ struct device {
 };
 
 // element_kind / element_type: what a collective's buffer holds, so that a backend can
-// reduce it and MPI can name it. `opaque` (any other trivially copyable type) can be moved
-// (gathered, exchanged, permuted) but not reduced.
+// reduce it and MPI can name it (bfloat16 reduces in float per element, stored rounded).
+// `opaque` (any other trivially copyable type) can be moved (gathered, exchanged, permuted)
+// but not reduced.
 enum class element_kind : unsigned char {
   int8, uint8, int16, uint16, int32, uint32, int64, uint64,
-  float32, float64, complex64, complex128, opaque
+  float32, float64, complex64, complex128, bfloat16, opaque
 };
 
 // reduce_op: how all_reduce and reduce_scatter combine the members' values. Sums run in
@@ -89,6 +91,7 @@ constexpr element_kind element_kind_of() {
   else if constexpr (std::is_same_v<T, double>) return element_kind::float64;
   else if constexpr (std::is_same_v<T, std::complex<float>>) return element_kind::complex64;
   else if constexpr (std::is_same_v<T, std::complex<double>>) return element_kind::complex128;
+  else if constexpr (std::is_same_v<T, typeshard::bfloat16>) return element_kind::bfloat16;
   else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     constexpr bool s = std::is_signed_v<T>;
     if constexpr (sizeof(T) == 1) return s ? element_kind::int8 : element_kind::uint8;

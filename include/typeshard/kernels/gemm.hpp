@@ -3,7 +3,8 @@
 //   kernels::gemm<T>(m, n, k, a, lda, b, ldb, c, ldc, accumulate = false, ops = {})
 //
 // Row-major C[m x n] = op(A)[m x k] . op(B)[k x n]; with accumulate, C += op(A) . op(B). T is
-// float or double. lda, ldb, ldc are row strides in elements, of the matrices as stored.
+// float, double or bfloat16 (gemm_bf16.hpp: products and sums in float, C rounded once).
+// lda, ldb, ldc are row strides in elements, of the matrices as stored.
 // ops (kernels::gemm_ops) says which operands are read transposed, without copying them
 // (BLAS's transa / transb):
 //   {}                        A stored m x k (lda >= k), B stored k x n (ldb >= n)
@@ -44,6 +45,8 @@
 #include <string>
 #include <type_traits>
 
+#include "../core/bfloat16.hpp"
+#include "gemm_bf16.hpp"
 #include "gemm_blocked.hpp"
 #include "gemm_isa.hpp"
 
@@ -127,10 +130,13 @@ inline std::string gemm_kernel_name() {
 template <class T>
 void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda, const T* b,
           std::size_t ldb, T* c, std::size_t ldc, bool accumulate = false, gemm_ops ops = {}) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "typeshard: kernels::gemm supports float and double; convert the operands "
-                "or write a per-shard kernel with shard_map");
-  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                    std::is_same_v<T, bfloat16>,
+                "typeshard: kernels::gemm supports float, double and bfloat16; convert the "
+                "operands or write a per-shard kernel with shard_map");
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    gemm_bf16(m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops);  // float sums, rounded once
+  } else if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
     return;  // only the message above: nothing below is instantiated for T
   } else {
     if (m == 0 || n == 0) return;

@@ -26,6 +26,8 @@
 //   avx512    14 x 32 floats / 14 x 16 doubles   detail/gemm_micro_avx512.hpp
 //   avx2      6 x 16 floats / 6 x 8 doubles      detail/gemm_micro_avx2.hpp
 //   portable  the AVX2 tile in 16-byte GNU vectors (SSE2, NEON...): detail/gemm_micro_portable.hpp
+// and, for bfloat16 operands into float (gemm_bf16.hpp, gemm_level<bfloat16, float>), the
+// AVX-512 BF16 tile of 14 x 32 floats: detail/gemm_micro_avx512_bf16.hpp.
 // The SIMD kernels are compiled with __attribute__((target)), so no -march flag is needed and
 // the same binary runs on any x86-64. The driver around them (gemm_packed, macro_kernel) is
 // compiled once per element type, not per level: it reads the level's blocking as values and
@@ -108,10 +110,11 @@ template <class T, gemm_isa Isa>
 using gemm_blocking = std::conditional_t<Isa == gemm_isa::avx512, gemm_blocking_avx512<T>,
                                          gemm_blocking_avx2<T>>;
 
-// A micro-kernel (the contract is in each kernel's header), and a packing (pack_a,
-// pack_a_rows, pack_b: gemm_pack.hpp).
-template <class T>
-using micro_kernel_fn = void (*)(std::size_t kc, const T* a, const T* b, T* tile,
+// A micro-kernel (the contract is in each kernel's header) on operands of T into a tile of C
+// (float for bfloat16 operands), and a packing (pack_a, pack_a_rows, pack_b: gemm_pack.hpp;
+// gemm_pack_bf16.hpp).
+template <class T, class C = T>
+using micro_kernel_fn = void (*)(std::size_t kc, const T* a, const T* b, C* tile,
                                  std::size_t ldt, bool load);
 template <class T>
 using pack_fn = void (*)(std::size_t rows, std::size_t cols, const T* src, std::size_t rs,
@@ -120,14 +123,19 @@ using pack_fn = void (*)(std::size_t rows, std::size_t cols, const T* src, std::
 // A level as the driver sees it: the blocking as values (gemm_blocking's), and the kernels
 // compiled for it. The calls through pointers cost nothing: one micro-kernel call covers
 // kc * mr * nr multiply-adds (and a SIMD kernel is never inlined across its target boundary
-// anyway), one packing call a whole block.
-template <class T>
+// anyway), one packing call a whole block. kstep: the packings pad k to a multiple of it
+// (2 for the bfloat16 kernel, which reads k in pairs), and the micro-kernel runs over the
+// padded count.
+template <class T, class C = T>
 struct gemm_level {
   std::size_t mr, nr, kc, mc, nc;
-  std::size_t ka;             // packed A's row stride, or 0: A interleaved (pack_a)
-  micro_kernel_fn<T> micro;   // one mr x nr tile over a kc slab
-  pack_fn<T> pack_a;          // an mc x kc block of op(A), into strips of mr rows
-  pack_fn<T> pack_b;          // a kc x nc block of op(B), into strips of nr columns
+  std::size_t ka;               // packed A's row stride, or 0: A interleaved (pack_a)
+  micro_kernel_fn<T, C> micro;  // one mr x nr tile over a kc slab
+  pack_fn<T> pack_a;            // an mc x kc block of op(A), into strips of mr rows
+  pack_fn<T> pack_b;            // a kc x nc block of op(B), into strips of nr columns
+  std::size_t kstep = 1;
+  // k as packed: rounded up to kstep.
+  std::size_t padded(std::size_t k) const { return (k + kstep - 1) / kstep * kstep; }
   // The values one strip of packed A holds: mr rows of ka, or mr x kc interleaved.
   std::size_t a_strip(std::size_t kc_now) const { return mr * (ka != 0 ? ka : kc_now); }
 };
@@ -178,11 +186,12 @@ constexpr gemm_level<T> gemm_level_of() {
 //
 // Meanwhile it prefetches what the next packing will read (`ahead`), a share before each
 // strip of B, so that packing copies from cache rather than waiting on memory.
-template <class T>
-void macro_kernel(const gemm_level<T>& level, std::size_t mc, std::size_t nc, std::size_t kc,
-                  const T* pa, const T* pb, T* c, std::size_t ldc, bool load,
+template <class T, class C>
+void macro_kernel(const gemm_level<T, C>& level, std::size_t mc, std::size_t nc,
+                  std::size_t kc_in, const T* pa, const T* pb, C* c, std::size_t ldc, bool load,
                   const prefetch_ahead& ahead) {
   const std::size_t mr = level.mr, nr = level.nr;
+  const std::size_t kc = level.padded(kc_in);  // as packed
   const std::size_t a_strip = level.a_strip(kc);
   const std::size_t strips = (nc + nr - 1) / nr;
   // (Strip and tile indices are counted, not divided out: mr and nr are run-time values.)
@@ -194,13 +203,13 @@ void macro_kernel(const gemm_level<T>& level, std::size_t mc, std::size_t nc, st
     const T* a_rows = pa;             // strip i0/mr of A starts a_strip values further
     for (std::size_t i0 = 0; i0 < mc; i0 += mr, a_rows += a_strip) {
       const std::size_t rows = std::min(mr, mc - i0);
-      T* ct = c + i0 * ldc + j0;
+      C* ct = c + i0 * ldc + j0;
       if (rows == mr && cols == nr) {
         level.micro(kc, a_rows, b_strip, ct, ldc, load);
       } else {
-        alignas(64) T tmp[gemm_max_tile<T>];
+        alignas(64) C tmp[gemm_max_tile<C>];
         for (std::size_t i = 0; i < rows; ++i)
-          for (std::size_t j = 0; j < cols; ++j) tmp[i * nr + j] = load ? ct[i * ldc + j] : T(0);
+          for (std::size_t j = 0; j < cols; ++j) tmp[i * nr + j] = load ? ct[i * ldc + j] : C(0);
         level.micro(kc, a_rows, b_strip, tmp, nr, true);
         for (std::size_t i = 0; i < rows; ++i)
           for (std::size_t j = 0; j < cols; ++j) ct[i * ldc + j] = tmp[i * nr + j];
@@ -232,11 +241,11 @@ void gemm_naive(std::size_t m, std::size_t n, std::size_t k, const T* a, std::si
 }
 
 // The packed product at a level the caller has checked the CPU runs; m, n and k above 0.
-template <class T>
-void gemm_packed(const gemm_level<T>& level, std::size_t m, std::size_t n, std::size_t k,
+template <class T, class C>
+void gemm_packed(const gemm_level<T, C>& level, std::size_t m, std::size_t n, std::size_t k,
                  const T* a, std::size_t ars, std::size_t acs, const T* b, std::size_t brs,
-                 std::size_t bcs, T* c, std::size_t ldc, bool accumulate) {
-  const std::size_t kc_max = std::min(level.kc, k);
+                 std::size_t bcs, C* c, std::size_t ldc, bool accumulate) {
+  const std::size_t kc_max = level.padded(std::min(level.kc, k));
   const std::size_t mc_max = std::min(level.mc, (m + level.mr - 1) / level.mr * level.mr);
   const std::size_t nc_max = std::min(level.nc, (n + level.nr - 1) / level.nr * level.nr);
   constexpr std::size_t line = 64 / sizeof(T);

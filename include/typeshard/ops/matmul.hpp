@@ -70,10 +70,11 @@ void take_slices_except(const mesh_value& mv, std::size_t p, operand_block<T, Ra
 
 // The local GEMM of one device: C0 block = A block . B block, per batch element. An operand
 // sliced along J (the one that holds all of J, sliced to the other's J blocks) is read at
-// its slice in place.
-template <class T, std::size_t Rank>
+// its slice in place. C: the result's element type, T's, or float for bfloat16 operands
+// (matmul's preferred_element).
+template <class T, std::size_t Rank, class C = T>
 void local_matmul(const mesh_value& mv, std::size_t p, operand_block<T, Rank>& a,
-                  operand_block<T, Rank>& b, T* out, const shape<Rank>& out_local) {
+                  operand_block<T, Rank>& b, C* out, const shape<Rank>& out_local) {
   using D = matmul_dims<Rank>;
   take_slices_except<T, Rank>(mv, p, a, D::lhs_j);
   take_slices_except<T, Rank>(mv, p, b, D::rhs_j);
@@ -94,7 +95,10 @@ void local_matmul(const mesh_value& mv, std::size_t p, operand_block<T, Rank>& a
   for (std::size_t t = 0; t < batches; ++t) {
     const T* at = k ? a.data + t * a_stride + a_offset : nullptr;
     const T* bt = k ? b.data + t * b_stride + b_offset : nullptr;
-    kernels::gemm<T>(m, n, k, at, lda, bt, ldb, out + t * m * n, n);
+    if constexpr (std::is_same_v<C, T>)
+      kernels::gemm<T>(m, n, k, at, lda, bt, ldb, out + t * m * n, n);
+    else
+      kernels::gemm_bf16(m, n, k, at, lda, bt, ldb, out + t * m * n, n);
   }
 }
 
@@ -144,6 +148,56 @@ std::vector<buffer<T>> run_matmul_on(const matmul_choice<Rank>& c, backend& bk,
                        });
     take_slices<T, Rank>(mv, p, x[res]);
     out[p] = std::move(x[res].owned);
+  });
+  return out;
+}
+
+// run_matmul_on with a result of element type C (float) from operands of T (bfloat16): the
+// plan's steps up to its local GEMM run on the operands in T, the GEMM writes C, and the
+// steps after it (the result's collectives) run in C.
+template <class C, class T, std::size_t Rank>
+TYPESHARD_NOINLINE std::vector<buffer<C>> matmul_blocks_into(
+    const matmul_choice<Rank>& c, backend& bk, std::span<const device_id> devices,
+    const mesh_value& mv, const std::vector<buffer<T>>& a, const shape<Rank>& a_global,
+    const std::vector<buffer<T>>& b, const shape<Rank>& b_global) {
+  using D = matmul_dims<Rank>;
+  using block = operand_block<T, Rank>;
+  constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
+  constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
+  shape<Rank> c_global = a_global;
+  c_global[D::out_k] = b_global[D::rhs_k];
+  const matmul_step_list<Rank> list =
+      matmul_steps_of(mv, c, matmul_shapes<Rank>{a_global, b_global, sizeof(T)});
+  const std::span<const step<Rank>> steps = steps_span(list);
+  std::size_t gemm_at = 0;
+  while (gemm_at < steps.size() && steps[gemm_at].kind != step_kind::local_gemm) ++gemm_at;
+  for (std::size_t i = gemm_at + 1; i < steps.size(); ++i)
+    if (steps[i].operand != step_operand::out)
+      throw usage_error("typeshard: internal: a matmul plan's step after its GEMM is not on "
+                        "the result");
+
+  std::vector<buffer<C>> out(mv.size);
+  bk.run(devices, [&](std::size_t p) {
+    std::array<block, 4> x;
+    x[lhs] = block(a[p].data(), c.lhs, a_global);
+    x[rhs] = block(b[p].data(), c.rhs, b_global);
+    run_steps<T, Rank>(bk, mv, p, steps.first(gemm_at), std::span<block>(x), [](auto) {});
+    const shape<Rank> c_loc = local_shape_of(mv, c.local, c_global, p);
+    const std::size_t c_count = host_tensor<C, Rank>::element_count(c_loc);
+    buffer<C> c0(c_count);
+    {
+      const std::size_t k = local_shape_of(mv, x[lhs].spec, a_global, p)[D::lhs_j];
+      const backend::kernel_slot slot = bk.acquire_kernel_slot(c_count * k);
+      local_matmul<T, Rank, C>(mv, p, x[lhs], x[rhs], c0.data(), c_loc);
+    }
+    x[lhs] = block{};
+    x[rhs] = block{};
+    operand_block<C, Rank> y(nullptr, c.local, c_global);
+    y.adopt(std::move(c0), c.local);
+    for (std::size_t i = gemm_at + 1; i < steps.size(); ++i)
+      run_step<C, Rank>(bk, mv, p, steps[i], y);
+    take_slices<C, Rank>(mv, p, y);
+    out[p] = std::move(y.owned);
   });
   return out;
 }
@@ -273,6 +327,46 @@ auto matmul(const A& a, const B& b) {
                                                 detail::mesh_value_of<Mesh>(),
                                                 *a.shared_shards(), a.extents(),
                                                 *b.shared_shards(), b.extents()));
+    }
+  }
+}
+
+// matmul<OutSpec>(a, b, preferred_element<U>): the same product with result element type U:
+// the operands' own, or float for bfloat16 operands.
+template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B, class U>
+  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+auto matmul(const A& a, const B& b, preferred_element_t<U>) {
+  using T = typename A::value_type;
+  if constexpr (std::is_same_v<T, U>) {
+    return matmul<OutSpec>(a, b);
+  } else if constexpr (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>) {
+    static_assert(
+        detail::require<false, diagnostic::matmul_preferred_element_unsupported<T, U>>::value);
+    return a;  // the diagnostic fired
+  } else if constexpr (!detail::check_operand_types<A, B, diagnostic::matmul_meshes_differ,
+                                                     diagnostic::matmul_element_types_differ>()) {
+    return a;
+  } else {
+    using plan = matmul_plan_for<A, B, OutSpec>;
+    if constexpr (!plan::valid) {
+      return a;
+    } else {
+      using Mesh = typename A::mesh_type;
+      constexpr std::size_t R = A::rank;
+      using result = sharded_array<
+          U, Mesh, typename plan::out_spec,
+          typename detail::matmul_out_extents<typename A::extents_type,
+                                              typename B::extents_type>::type,
+          typename plan::out_unreduced>;
+      detail::check_matmul_operands(a, b);
+      shape<R> c_global = a.extents();
+      c_global[R - 1] = b.extent(R - 1);
+      const device_mesh<Mesh>& m = a.device_mesh();
+      return result(adopt_shards, m, c_global,
+                    detail::matmul_blocks_into<U, T, R>(
+                        plan::choice, m.get_backend(), std::span<const device_id>(m.devices()),
+                        detail::mesh_value_of<Mesh>(), *a.shared_shards(), a.extents(),
+                        *b.shared_shards(), b.extents()));
     }
   }
 }

@@ -20,6 +20,10 @@
 // against DDP's all-reduce and every device updating every element. Any ShardSpec works (a
 // gradient unreduced over axes ShardSpec does not shard over is all-reduced over them: the
 // plan says so); the parameter must be fully reduced.
+//
+// Mixed precision: a float parameter (the master copy) takes a bfloat16 gradient (from
+// bfloat16 compute): the gradient is reduce-scattered in bfloat16, half the bytes, and its
+// shard widened to float for the update, which runs in float (Adam's moments too).
 #pragma once
 
 #include <cmath>
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "../array/sharded_array.hpp"
+#include "../core/bfloat16.hpp"
 #include "../core/spec.hpp"
 #include "../plan/grad_plan.hpp"
 #include "detail/grad_tape.hpp"
@@ -36,6 +41,21 @@
 #include "reshard.hpp"
 
 namespace typeshard {
+
+namespace detail {
+// Whether an optimizer step takes gradient G for parameter P: the same element type, or a
+// bfloat16 gradient for a float parameter; else rule 9's message, and false.
+template <class P, class G>
+constexpr bool check_gradient_element() {
+  using T = typename P::value_type;
+  using GT = typename G::value_type;
+  if constexpr (std::is_same_v<T, GT> ||
+                (std::is_same_v<T, float> && std::is_same_v<GT, bfloat16>))
+    return true;
+  else
+    return require<false, diagnostic::zero_update_gradient_element<T, GT>>::value && false;
+}
+}  // namespace detail
 
 // The parameter's update shard: its element, mesh and extents, sharded by ShardSpec.
 template <class Param, spec_type ShardSpec>
@@ -59,8 +79,8 @@ template <spec_type ShardSpec, sharded_array_type P, sharded_array_type G>
 P zero_sgd_update(const P& param, const G& grad, typename P::value_type lr) {
   using plan = zero_update_plan_for<P, ShardSpec, G>;
   using T = typename P::value_type;
-  if constexpr (!plan::valid) {
-    return param;  // the plan's diagnostic fired; stop here so nothing cascades
+  if constexpr (!detail::check_gradient_element<P, G>() || !plan::valid) {
+    return param;  // a diagnostic fired; stop here so nothing cascades
   } else {
     return detail::zero_step<plan>(param, grad, [lr](std::size_t, T* g, const T* w, std::size_t n) {
       for (std::size_t k = 0; k < n; ++k) g[k] = w[k] - lr * g[k];
@@ -102,8 +122,8 @@ P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>&
   using T = typename P::value_type;
   using M = typename P::mesh_type;
   using plan = zero_update_plan_for<P, ShardSpec, G>;
-  if constexpr (!plan::valid) {
-    return param;  // the plan's diagnostic fired; stop here so nothing cascades
+  if constexpr (!detail::check_gradient_element<P, G>() || !plan::valid) {
+    return param;  // a diagnostic fired; stop here so nothing cascades
   } else {
     ++state.step;
     const T b1 = T(o.beta1), b2 = T(o.beta2);

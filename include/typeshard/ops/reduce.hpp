@@ -91,6 +91,13 @@ void reduce_block(const T* in, const shape<Rank>& s, const std::array<bool, Rank
 template <class T, std::size_t Rank>
 buffer<T> local_reduce(reduction op, std::span<const T> in, const shape<Rank>& s,
                        const std::array<bool, Rank>& mask, double count) {
+  if constexpr (std::is_same_v<T, bfloat16>) {  // accumulated in float, rounded once
+    const std::vector<float> wide(in.begin(), in.end());
+    const buffer<float> r = local_reduce<float, Rank>(op, wide, s, mask, count);
+    buffer<T> out(r.size());
+    for (std::size_t i = 0; i < r.size(); ++i) out.data()[i] = bfloat16(r.data()[i]);
+    return out;
+  }
   std::size_t n = 1;
   for (std::size_t d = 0; d < Rank; ++d) n *= mask[d] ? 1 : s[d];
   buffer<T> out(n);

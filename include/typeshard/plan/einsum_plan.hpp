@@ -41,6 +41,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "../core/bfloat16.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/unreduced_from.hpp"
 #include "../core/extents.hpp"
@@ -114,7 +115,7 @@ constexpr bool check_einsum_inputs() {
     return require<false, diagnostic::einsum_letter_repeated<eq.letter>>::value && false;
   } else if constexpr (eq.error == einsum_parse_error::output_letter_unknown) {
     return require<false, diagnostic::einsum_output_letter_unknown<eq.letter>>::value && false;
-  } else if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+  } else if constexpr (!is_gemm_element_v<T>) {
     return require<false, diagnostic::einsum_element_not_float_or_double<T>>::value && false;
   } else if constexpr (LE::rank != eq.lhs_rank) {
     return require<false, diagnostic::einsum_operand_rank_differs<0, eq.lhs_rank, LE::rank>>::value &&
@@ -217,7 +218,7 @@ constexpr bool einsum_valid_check() {
   using RE = typename B::extents_type;
   if constexpr (!eq.ok() || !std::is_same_v<Mesh, typename B::mesh_type> ||
                 !std::is_same_v<T, typename B::value_type> ||
-                (!std::is_same_v<T, float> && !std::is_same_v<T, double>) ||
+                !is_gemm_element_v<T> ||
                 LE::rank != eq.lhs_rank || RE::rank != eq.rhs_rank) {
     return false;
   } else if constexpr (!valid_spec<Mesh, typename A::spec, LE::rank> ||

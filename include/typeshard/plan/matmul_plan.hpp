@@ -37,6 +37,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "../core/bfloat16.hpp"
 #include "../core/config.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "detail/contraction_members.hpp"
@@ -193,7 +194,7 @@ constexpr bool check_matmul_extents() {
 template <class Mesh, class Lhs, class Rhs, class Out, class LE, class RE, class T>
 constexpr bool check_matmul_inputs() {
   constexpr std::size_t R = LE::rank;
-  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+  if constexpr (!is_gemm_element_v<T>) {
     return require<false, diagnostic::matmul_element_not_float_or_double<T>>::value && false;
   } else if constexpr (LE::rank != RE::rank || LE::rank < 2) {
     return require<false, diagnostic::matmul_ranks_unsupported<LE::rank, RE::rank>>::value && false;
@@ -372,7 +373,7 @@ constexpr bool matmul_valid_check() {
   constexpr std::size_t R = LE::rank;
   if constexpr (!std::is_same_v<Mesh, typename B::mesh_type> ||
                 !std::is_same_v<T, typename B::value_type> ||
-                (!std::is_same_v<T, float> && !std::is_same_v<T, double>) || R != RE::rank ||
+                !is_gemm_element_v<T> || R != RE::rank ||
                 R < 2) {
     return false;
   } else if constexpr (!valid_spec<Mesh, typename A::spec, R> ||

@@ -48,6 +48,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "../core/bfloat16.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/spec_layout.hpp"
 #include "../core/detail/unreduced_from.hpp"
@@ -220,7 +221,7 @@ constexpr bool check_reduce_inputs() {
     return require<false, diagnostic::reduce_dim_out_of_range<p.dim, Rank>>::value && false;
   } else if constexpr (p.what == reduce_dims_problem::repeated) {
     return require<false, diagnostic::reduce_dim_repeated<p.dim>>::value && false;
-  } else if constexpr (Op == reduction::mean && !std::is_floating_point_v<T>) {
+  } else if constexpr (Op == reduction::mean && !is_floating_element_v<T>) {
     return require<false, diagnostic::mean_needs_floating_point<T>>::value && false;
   } else if constexpr ((Op == reduction::max || Op == reduction::min) && !U::empty) {
     return require<false, diagnostic::nonlinear_op_on_unreduced<U>>::value && false;

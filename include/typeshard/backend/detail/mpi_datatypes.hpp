@@ -61,6 +61,18 @@ inline bool is_narrow_integer(element_kind k) {
          k == element_kind::uint16;
 }
 
+// bfloat16's reductions, as the thread pool's (reduce_kernels.hpp): MPI has no bfloat16, so
+// its elements travel as 2 bytes (a contiguous MPI_BYTE type) and reduce through these ops.
+inline void mpi_bfloat16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduce_elements<bfloat16>(inout, in, static_cast<std::size_t>(*len), reduce_op::sum);
+}
+inline void mpi_bfloat16_max(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduce_elements<bfloat16>(inout, in, static_cast<std::size_t>(*len), reduce_op::max);
+}
+inline void mpi_bfloat16_min(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduce_elements<bfloat16>(inout, in, static_cast<std::size_t>(*len), reduce_op::min);
+}
+
 // The predefined datatype of an element kind; MPI_DATATYPE_NULL for opaque.
 inline MPI_Datatype mpi_predefined(element_kind k) {
   switch (k) {
@@ -77,6 +89,7 @@ inline MPI_Datatype mpi_predefined(element_kind k) {
     // std::complex<T> has the layout of T[2], as C's T _Complex does.
     case element_kind::complex64: return MPI_C_FLOAT_COMPLEX;
     case element_kind::complex128: return MPI_C_DOUBLE_COMPLEX;
+    case element_kind::bfloat16:  // MPI has none: 2 bytes (mpi_types::element)
     case element_kind::opaque: break;
   }
   return MPI_DATATYPE_NULL;
@@ -105,6 +118,14 @@ class mpi_types {
 
   // The MPI op of a reduction on elements of kind k.
   MPI_Op op(reduce_op r, element_kind k) {
+    if (k == element_kind::bfloat16) {
+      const std::size_t i = static_cast<std::size_t>(r);
+      MPI_User_function* const fns[3] = {&mpi_bfloat16_sum, &mpi_bfloat16_max,
+                                         &mpi_bfloat16_min};
+      if (bfloat16_ops_[i] == MPI_OP_NULL)
+        mpi_check(MPI_Op_create(fns[i], 1, &bfloat16_ops_[i]), "MPI_Op_create");
+      return bfloat16_ops_[i];
+    }
     switch (r) {
       case reduce_op::max: return MPI_MAX;
       case reduce_op::min: return MPI_MIN;
@@ -148,9 +169,12 @@ class mpi_types {
       bytes_.clear();
       strided_.clear();
       wrapping_sum_ = MPI_OP_NULL;
+      bfloat16_ops_.fill(MPI_OP_NULL);
       return;
     }
     if (wrapping_sum_ != MPI_OP_NULL) MPI_Op_free(&wrapping_sum_);
+    for (MPI_Op& o : bfloat16_ops_)
+      if (o != MPI_OP_NULL) MPI_Op_free(&o);
     free_strided();
     for (auto& [size, d] : bytes_) MPI_Type_free(&d);
     bytes_.clear();
@@ -167,6 +191,7 @@ class mpi_types {
   std::map<std::size_t, MPI_Datatype> bytes_;
   std::map<std::array<std::size_t, 6>, MPI_Datatype> strided_;
   MPI_Op wrapping_sum_ = MPI_OP_NULL;
+  std::array<MPI_Op, 3> bfloat16_ops_{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // sum, max, min
 };
 
 }  // namespace typeshard::detail

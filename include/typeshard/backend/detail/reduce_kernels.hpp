@@ -33,11 +33,18 @@ inline void extremum_into(T* acc, const T* x, std::size_t n, reduce_op op) {
 // an arithmetic or complex type that backend::all_reduce and reduce_scatter have checked to
 // be reducible with op (complex: sum only, check_reducible). Instantiated for the element
 // types a TU passes to collectives (element_type_of<T> names it), so a TU compiles their
-// loops only. Integers add in unsigned arithmetic, which wraps where a signed sum would
-// overflow; a complex sum is the sum of its real and imaginary parts.
+// loops only. bfloat16 adds in float and rounds each element's sum. Integers add in
+// unsigned arithmetic, which wraps where a signed sum would overflow; a complex sum is the
+// sum of its real and imaginary parts.
 template <class T>
 void reduce_elements(void* acc, const void* x, std::size_t n, reduce_op op) {
-  if constexpr (std::is_arithmetic_v<T>) {
+  if constexpr (std::is_same_v<T, bfloat16>) {  // each sum in float, rounded once
+    if (op != reduce_op::sum)
+      return extremum_into(static_cast<bfloat16*>(acc), static_cast<const bfloat16*>(x), n, op);
+    bfloat16* a = static_cast<bfloat16*>(acc);
+    const bfloat16* b = static_cast<const bfloat16*>(x);
+    for (std::size_t i = 0; i < n; ++i) a[i] = bfloat16(float(a[i]) + float(b[i]));
+  } else if constexpr (std::is_arithmetic_v<T>) {
     if (op != reduce_op::sum)
       return extremum_into(static_cast<T*>(acc), static_cast<const T*>(x), n, op);
     using S = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,

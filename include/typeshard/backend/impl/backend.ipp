@@ -46,6 +46,7 @@ inline const char* element_kind_name(element_kind k) {
     case element_kind::float64: return "float64";
     case element_kind::complex64: return "complex64";
     case element_kind::complex128: return "complex128";
+    case element_kind::bfloat16: return "bfloat16";
     case element_kind::opaque: return "opaque";
   }
   return "?";

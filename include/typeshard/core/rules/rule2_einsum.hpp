@@ -82,9 +82,20 @@ template <class Element>
 struct einsum_element_not_float_or_double {
   static constexpr bool fire() {
     static_assert(detail::always_false<Element>,
-                  "typeshard: rule 2 (einsum): the per-shard GEMM supports float and double "
-                  "elements; fix: convert the operands, or write the product per shard with "
-                  "ts::shard_map");
+                  "typeshard: rule 2 (einsum): the per-shard GEMM supports float, double and "
+                  "bfloat16 elements; fix: convert the operands (ts::astype<float>(x)), or "
+                  "write the product per shard with ts::shard_map");
+    return true;
+  }
+};
+
+template <class Element, class Preferred>
+struct einsum_preferred_element_unsupported {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<Element, Preferred>,
+                  "typeshard: rule 2 (einsum): preferred_element<U> is the operands' element "
+                  "type, or float for bfloat16 operands; fix: convert the operands "
+                  "(ts::astype<U>(x)) or the result");
     return true;
   }
 };
@@ -104,7 +115,7 @@ struct einsum_element_types_differ {
   static constexpr bool fire() {
     static_assert(detail::always_false<LhsElement, RhsElement>,
                   "typeshard: rule 2 (einsum): the operands have different element types; fix: "
-                  "convert one (ts::map(x, [](auto v) { return float(v); })) so both match");
+                  "convert one so both match, e.g. ts::astype<float>(x)");
     return true;
   }
 };

@@ -30,7 +30,7 @@ struct matmul_element_types_differ {
   static constexpr bool fire() {
     static_assert(detail::always_false<LhsElement, RhsElement>,
                   "typeshard: rule 2 (matmul): the operands have different element types; fix: "
-                  "convert one (ts::map(x, [](auto v) { return float(v); })) so both match");
+                  "convert one so both match, e.g. ts::astype<float>(x)");
     return true;
   }
 };
@@ -39,9 +39,20 @@ template <class Element>
 struct matmul_element_not_float_or_double {
   static constexpr bool fire() {
     static_assert(detail::always_false<Element>,
-                  "typeshard: rule 2 (matmul): the per-shard GEMM supports float and double "
-                  "elements; fix: convert the operands, or write the product per shard with "
-                  "ts::shard_map");
+                  "typeshard: rule 2 (matmul): the per-shard GEMM supports float, double and "
+                  "bfloat16 elements; fix: convert the operands (ts::astype<float>(x)), or write "
+                  "the product per shard with ts::shard_map");
+    return true;
+  }
+};
+
+template <class Element, class Preferred>
+struct matmul_preferred_element_unsupported {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<Element, Preferred>,
+                  "typeshard: rule 2 (matmul): preferred_element<U> is the operands' element "
+                  "type, or float for bfloat16 operands; fix: convert the operands "
+                  "(ts::astype<U>(x)) or the result");
     return true;
   }
 };
@@ -138,7 +149,7 @@ struct block_matmul_element_types_differ {
   static constexpr bool fire() {
     static_assert(detail::always_false<LhsElement, RhsElement>,
                   "typeshard: rule 2 (matmul): ts::matmul of blocks needs equal element types; "
-                  "fix: convert one block (ts::map(b, [](auto v) { return float(v); }))");
+                  "fix: convert one block, e.g. ts::astype<float>(b)");
     return true;
   }
 };

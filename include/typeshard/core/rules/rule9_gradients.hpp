@@ -120,4 +120,16 @@ struct grad_map_not_differentiable {
   }
 };
 
+// ts::zero_sgd_update / ts::zero_adam_update (ops/optim.hpp).
+template <class ParamElement, class GradElement>
+struct zero_update_gradient_element {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<ParamElement, GradElement>,
+                  "typeshard: rule 9 (gradients): an optimizer step takes a gradient of the "
+                  "parameter's element type, or a bfloat16 gradient for a float parameter (a "
+                  "float master copy); fix: convert the gradient, e.g. ts::astype<float>(g)");
+    return true;
+  }
+};
+
 }  // namespace typeshard::diagnostic

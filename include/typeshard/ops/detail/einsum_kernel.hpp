@@ -185,11 +185,12 @@ gemm_operand<T> gemm_operand_of(const T* data, const shape<R>& have_shape, const
 }
 
 // The local product of one device: lhs block (a_data, laid out by a_have, read at the box
-// a_want from a_origin), rhs likewise, into `out` (the output block, extents c_loc).
-template <class T, std::size_t R>
+// a_want from a_origin), rhs likewise, into `out` (the output block, extents c_loc). C: the
+// result's element type, T's, or float for bfloat16 operands (preferred_element).
+template <class T, std::size_t R, class C = T>
 void local_einsum(const einsum_equation& eq, const T* a_data, const shape<R>& a_have,
                   const shape<R>& a_origin, const shape<R>& a_want, const T* b_data,
-                  const shape<R>& b_have, const shape<R>& b_origin, const shape<R>& b_want, T* out,
+                  const shape<R>& b_have, const shape<R>& b_origin, const shape<R>& b_want, C* out,
                   const shape<R>& c_loc) {
   const einsum_gemm_layout<R> g = einsum_layout_of<R>(eq, a_want, b_want);
   std::size_t c_count = 1;
@@ -211,10 +212,17 @@ void local_einsum(const einsum_equation& eq, const T* a_data, const shape<R>& a_
   }
   const bool direct_out = has_strides(c_loc, g.c);
   const bool swapped_out = !direct_out && has_strides(c_loc, c_swapped);
-  buffer<T> c_tmp(direct_out || swapped_out ? 0 : c_count);
-  T* c = direct_out || swapped_out ? out : c_tmp.data();
+  buffer<C> c_tmp(direct_out || swapped_out ? 0 : c_count);
+  C* c = direct_out || swapped_out ? out : c_tmp.data();
+  // kernels::gemm for C == T; bfloat16 operands into float C: gemm_bf16.
+  const auto gemm = [](auto&&... args) {
+    if constexpr (std::is_same_v<C, T>)
+      kernels::gemm<T>(args...);
+    else
+      kernels::gemm_bf16(args...);
+  };
   if (g.nj == 0) {
-    for (std::size_t e = 0; e < c_count; ++e) c[e] = T(0);
+    for (std::size_t e = 0; e < c_count; ++e) c[e] = C(0);
   } else {
     const gemm_operand<T> a = gemm_operand_of<T, R>(a_data, a_have, a_origin, a_want, g.a, g.a_t,
                                                     a_sums, g.nb * g.ni * g.nj);
@@ -226,12 +234,12 @@ void local_einsum(const einsum_equation& eq, const T* a_data, const shape<R>& a_
     if (swapped_out) {
       const kernels::gemm_ops swapped{!b.transposed, !a.transposed};
       for (std::size_t t = 0; t < g.nb; ++t)
-        kernels::gemm<T>(g.nk, g.ni, g.nj, b.data + t * g.nj * g.nk, ldb,
-                         a.data + t * g.ni * g.nj, lda, c + t * g.ni * g.nk, g.ni, false, swapped);
+        gemm(g.nk, g.ni, g.nj, b.data + t * g.nj * g.nk, ldb, a.data + t * g.ni * g.nj, lda,
+             c + t * g.ni * g.nk, g.ni, false, swapped);
     } else {
       for (std::size_t t = 0; t < g.nb; ++t)
-        kernels::gemm<T>(g.ni, g.nk, g.nj, a.data + t * g.ni * g.nj, lda,
-                         b.data + t * g.nj * g.nk, ldb, c + t * g.ni * g.nk, g.nk, false, ops);
+        gemm(g.ni, g.nk, g.nj, a.data + t * g.ni * g.nj, lda, b.data + t * g.nj * g.nk, ldb,
+             c + t * g.ni * g.nk, g.nk, false, ops);
     }
   }
   if (!direct_out && !swapped_out) strided_read(c, g.c, c_loc, out);

@@ -5,11 +5,26 @@
 // Each operation names its own two messages (rule 2's matmul_* or einsum_* in
 // core/rules/), so the error says which operation was called. At most one fires; the check
 // then answers false and the caller returns a well-formed dummy, so nothing cascades.
+//
+// Also preferred_element<U>, the result element type matmul and einsum take as JAX's
+// preferred_element_type: ts::matmul(a, b, ts::preferred_element<float>) or
+// ts::einsum<S>(a, b, ts::preferred_element<float>) on bfloat16 operands gives a float result
+// (float sums never rounded to bfloat16; the result's collectives in float); U equal to the
+// operands' element type is the plain operation.
 #pragma once
 
 #include <type_traits>
 
 #include "../../core/detail/diagnose.hpp"
+
+namespace typeshard {
+template <class U>
+struct preferred_element_t {
+  using type = U;
+};
+template <class U>
+inline constexpr preferred_element_t<U> preferred_element{};
+}  // namespace typeshard
 
 namespace typeshard::detail {
 

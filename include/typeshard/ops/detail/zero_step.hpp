@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "../../array/sharded_array.hpp"
+#include "../../core/bfloat16.hpp"
 #include "../../core/layout.hpp"
 #include "../../detail/buffer.hpp"
 #include "../../plan/grad_plan.hpp"
@@ -56,10 +58,16 @@ std::ptrdiff_t contiguous_offset(const spec_array<Rank>& held, const spec_array<
 
 // One ZeRO-1 step of parameter `param` with gradient `grad` (Param's spec, unreduced), the
 // update sharded by Plan's ShardSpec. update(p, g, w, n) overwrites g[0, n) (device p's
-// reduced gradient shard) with the new parameter shard, w[0, n) being the old one.
+// reduced gradient shard) with the new parameter shard, w[0, n) being the old one. The
+// gradient may be bfloat16 for a float parameter (mixed precision: a float master copy):
+// it is reduce-scattered in bfloat16 (half the bytes), its shard widened to float exactly.
 template <class Plan, class P, class G, class Update>
 P zero_step(const P& param, const G& grad, Update&& update) {
   using T = typename P::value_type;
+  using GT = typename G::value_type;
+  // (optim.hpp's check_gradient_element has said so, with rule 9's message.)
+  static_assert(std::is_same_v<GT, T> ||
+                (std::is_same_v<GT, bfloat16> && std::is_same_v<T, float>));
   using Mesh = typename P::mesh_type;
   constexpr std::size_t Rank = P::rank;
   using rs = typename Plan::reduce_scatter;
@@ -73,16 +81,21 @@ P zero_step(const P& param, const G& grad, Update&& update) {
   backend& b = param.device_mesh().get_backend();
   constexpr mesh_value mv = mesh_value_of<Mesh>();
   for_each_position(param.device_mesh(), [&](std::size_t p) {
-    const std::span<const T> g_in = grad.local_data(p);
+    const std::span<const GT> g_in = grad.local_data(p);
     const std::span<const T> w_in = param.local_data(p);
     const std::size_t n =
         host_tensor<T, Rank>::element_count(local_shape_of<Mesh>(to_of<rs, Rank>(), global, p));
-    // 1. this device's shard of the gradient, reduced, in a buffer of its own
-    buffer<T> shard =
-        run_steps_on<T, Rank>(b, mv, p, g_in.data(), global, from_of<rs, Rank>(), rs_steps);
-    if (shard.size() != n) {  // no steps (nothing to reduce or slice): a copy to update
+    // 1. this device's shard of the gradient, reduced, in a buffer of its own (of T)
+    buffer<GT> g_shard =
+        run_steps_on<GT, Rank>(b, mv, p, g_in.data(), global, from_of<rs, Rank>(), rs_steps);
+    const GT* g_reduced = g_shard.size() == n ? g_shard.data() : g_in.data();  // no steps ran
+    buffer<T> shard;
+    if constexpr (std::is_same_v<GT, T>) {
+      if (g_shard.size() == n) shard = std::move(g_shard);
+    }
+    if (shard.size() != n) {  // a copy to update (widened, for a bfloat16 gradient)
       shard = buffer<T>(n);
-      std::copy_n(g_in.data(), n, shard.data());
+      for (std::size_t k = 0; k < n; ++k) shard.data()[k] = static_cast<T>(g_reduced[k]);
     }
     // 2. the parameter's shard: in place when contiguous, else the slice steps' copy
     const std::ptrdiff_t at =
