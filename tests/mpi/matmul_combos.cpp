@@ -112,7 +112,8 @@ void batch_sharded_in_one_operand(std::uint64_t seed) {
       }
   auto A = ts::device_put<ts::spec<none, none, none>>(m, a);
   auto B = ts::device_put<ts::spec<"x", none, none>>(m, b);
-  static_assert(ts::communication_free<ts::einsum_plan_for<"bij,bjk->bik", decltype(A), decltype(B)>>);
+  static_assert(
+      ts::communication_free<ts::einsum_plan_for<"bij,bjk->bik", decltype(A), decltype(B)>>);
   static_assert(ts::communication_free<ts::matmul_plan_for<decltype(A), decltype(B)>>);
   const auto C = ts::einsum<"bij,bjk->bik">(A, B);
   const auto D = ts::matmul(A, B);

@@ -103,7 +103,8 @@ static_assert(gives<batch_one, ts::spec<"x", none, none>> && ts::communication_f
 static_assert(batch_one::steps.size() == 2 && batch_one::steps[0].kind == kind::slice &&
               batch_one::steps[0].operand == op::lhs && batch_one::steps[0].dim == 0 &&
               batch_one::steps[1].kind == kind::local_gemm);
-using batch_one_mm = ts::matmul_plan<mesh_2x2, ts::spec<none, none, none>, ts::spec<"x", none, none>>;
+using batch_one_mm =
+    ts::matmul_plan<mesh_2x2, ts::spec<none, none, none>, ts::spec<"x", none, none>>;
 static_assert(gives<batch_one_mm, ts::spec<"x", none, none>> &&
               ts::communication_free<batch_one_mm>);
 // lhs sharded, rhs whole, J over y in both: still no communication, unreduced over y.

@@ -268,7 +268,8 @@ TEST_CASE("einsum 2x2 mesh: matrix products, every spec pair and every output sp
 TEST_CASE("einsum 2x2 mesh: rank 3, every spec pair, sampled output specs", "[einsum][combos]") {
   ts::cpu_devices devices{4};
   const auto even = run_formula<mesh_2x2, 3>(devices, "bij,bjk->bik", {4, 4, 8}, {4, 8, 4}, 2, 11);
-  const auto uneven = run_formula<mesh_2x2, 3>(devices, "bij,bjk->bik", {3, 5, 6}, {3, 6, 2}, 2, 12);
+  const auto uneven =
+      run_formula<mesh_2x2, 3>(devices, "bij,bjk->bik", {3, 5, 6}, {3, 6, 2}, 2, 12);
   CHECK(even.one_sided > 0);  // sharded in one operand only: planned, checked serially
   CHECK(uneven.one_sided == even.one_sided);
   run_formula<mesh_2x2, 3>(devices, "bsd,df->bsf", {4, 4, 8}, {8, 4}, 2, 13);

@@ -3,8 +3,9 @@
 // run's, for a deterministic sample of operand specs per equation (no communication, a
 // contracting letter sharded alike: an unreduced product, sharded in one operand only: a
 // gather, batch letters, one sharded in one operand only, an empty output, a named output
-// spec: a reduce-scatter), ranks 1 to 3, even and uneven extents. The backward of each is the einsum with the transposed
-// equation, planned at compile time: the test also checks a few of those plans.
+// spec: a reduce-scatter), ranks 1 to 3, even and uneven extents. The backward of each is
+// the einsum with the transposed equation, planned at compile time: the test also checks a
+// few of those plans.
 #include "grad_check.hpp"
 
 namespace {

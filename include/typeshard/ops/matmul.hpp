@@ -8,11 +8,13 @@
 //   using plan = ts::matmul_plan_for<decltype(A2), decltype(B2), ts::spec<"x", ts::none>>;
 //
 // C[..., I, K] = A[..., I, J] . B[..., J, K] for two arrays of the same rank >= 2 on the
-// same device mesh, leading dimensions being batch dimensions sharded alike (seed 004's
-// 8 x 4096 x 4096 batch with the batch sharded). The plan (matmul_plan.hpp) is chosen at
+// same device mesh, leading dimensions being batch dimensions sharded alike, or in one
+// operand only, whose sharding the result keeps (seed 004's 8 x 4096 x 4096 batch with the
+// batch sharded). The plan (matmul_plan.hpp) is chosen at
 // compile time; here it runs as ONE multi-device operation: each device reshards its
 // operand blocks (the collectives of reshard_plan), multiplies its blocks with
-// kernels::gemm (an operand holding all of J is read in place at the other's J block),
+// kernels::gemm (an operand holding all of J, or of a batch dimension the other shards, is
+// read in place at the other's block),
 // and reduces / reshards the product when an output spec is named. Without one, a result
 // unreduced over some axes keeps them in its type (reduce it with ts::reshard<Spec>).
 //

@@ -60,7 +60,6 @@
 
 namespace typeshard::detail {
 
-// No output spec: DESIGN rule 2 per letter (see the header comment).
 // One operand as the by-rule planner sees it: its letters and the specs of both operands.
 template <std::size_t R>
 struct einsum_operand_view {
@@ -90,8 +89,8 @@ constexpr axis_name taken_axis(const einsum_equation& eq, const einsum_operand_v
 // on one of them is gathered; an output letter on one of them is returned (its position,
 // else `rank`): two output letters would share that axis.
 template <std::size_t R>
-constexpr std::size_t make_room_for_taken(const einsum_equation& eq, const einsum_operand_view<R>& v,
-                                          spec_array<R>& gemm) {
+constexpr std::size_t make_room_for_taken(const einsum_equation& eq,
+                                          const einsum_operand_view<R>& v, spec_array<R>& gemm) {
   for (std::size_t d = 0; d < v.rank; ++d) {
     if (taken_axis(eq, v, gemm[d]).empty()) continue;
     if (eq.in_out(v.letters[d])) return d;
@@ -100,6 +99,7 @@ constexpr std::size_t make_room_for_taken(const einsum_equation& eq, const einsu
   return v.rank;
 }
 
+// No output spec: DESIGN rule 2 per letter (see the header comment).
 template <class Mesh, std::size_t R>
 constexpr einsum_choice<R> plan_einsum_by_rule(const einsum_equation& eq, einsum_choice<R> c,
                                                const einsum_shapes<R>& sh) {
