@@ -1,6 +1,7 @@
 // expect: typeshard: rule 2 \(matmul\): a batch \(leading\) dimension is sharded differently in the two operands
-// Batched matmul (seed 004's 8 x N x N): the batch dimension must be sharded the same way in
-// both operands, here it is over "x" in lhs and replicated in rhs.
+// Batched matmul (seed 004's 8 x N x N): the batch dimension must not be sharded over
+// different axes in the two operands, here over "x" in lhs and "y" in rhs (sharded in one
+// operand only, it would keep its sharding: the twin's case, alike in both, also compiles).
 //
 // Full output (clang++ 14): the batch dimension is the diagnostic's argument:
 //   matmul_plan.hpp: error: static_assert failed due to requirement
@@ -14,7 +15,7 @@ using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
 void batches(const ts::device_mesh<mesh_2x2>& m, const ts::host_tensor<float, 3>& host) {
   auto A = ts::device_put<ts::spec<"x", ts::none, ts::none>>(m, host);
 #ifdef TYPESHARD_COMPILE_FAIL
-  auto B = ts::device_put<ts::spec<ts::none, ts::none, "y">>(m, host);
+  auto B = ts::device_put<ts::spec<"y", ts::none, ts::none>>(m, host);
 #else
   auto B = ts::device_put<ts::spec<"x", ts::none, "y">>(m, host);
 #endif

@@ -92,7 +92,56 @@ void enumerate(std::uint64_t seed) {
   CHECK(all_pairs<Mesh, double, 3>({3, 5, 6}, {3, 6, 2}, 2, seed + 3) > 0);
 }
 
+// A batch dimension sharded in one operand only keeps its sharding, the whole operand read
+// at its block (no communication), through the typed ts::einsum and ts::matmul on MPI:
+// both orders (the sharded operand on either side), against a serial batched GEMM.
+template <class Mesh>
+void batch_sharded_in_one_operand(std::uint64_t seed) {
+  using ts::none;
+  ts::device_mesh<Mesh> m{mpi_test::devices()};
+  std::mt19937_64 rng(seed);
+  const auto a = random_integers<float>(ts::shape<3>{4, 3, 5}, rng);
+  const auto b = random_integers<float>(ts::shape<3>{4, 5, 2}, rng);
+  ts::host_tensor<float, 3> want({4, 3, 2});
+  for (std::size_t t = 0; t < 4; ++t)
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t k = 0; k < 2; ++k) {
+        double s = 0;
+        for (std::size_t j = 0; j < 5; ++j) s += double(a(t, i, j)) * double(b(t, j, k));
+        want(t, i, k) = static_cast<float>(s);
+      }
+  auto A = ts::device_put<ts::spec<none, none, none>>(m, a);
+  auto B = ts::device_put<ts::spec<"x", none, none>>(m, b);
+  static_assert(
+      ts::communication_free<ts::einsum_plan_for<"bij,bjk->bik", decltype(A), decltype(B)>>);
+  static_assert(ts::communication_free<ts::matmul_plan_for<decltype(A), decltype(B)>>);
+  const auto C = ts::einsum<"bij,bjk->bik">(A, B);
+  const auto D = ts::matmul(A, B);
+  static_assert(std::is_same_v<typename decltype(C)::spec, ts::spec<"x", none, none>>);
+  static_assert(std::is_same_v<typename decltype(D)::spec, ts::spec<"x", none, none>>);
+  REQUIRE(ts::to_host(C) == want);
+  REQUIRE(ts::to_host(D) == want);
+  // The other way round: lhs sharded, rhs whole.
+  auto A2 = ts::device_put<ts::spec<"x", none, none>>(m, a);
+  auto B2 = ts::device_put<ts::spec<none, none, none>>(m, b);
+  const auto E = ts::matmul(A2, B2);
+  static_assert(std::is_same_v<typename decltype(E)::spec, ts::spec<"x", none, none>>);
+  REQUIRE(ts::to_host(E) == want);
+}
+
 }  // namespace
+
+TEST_CASE("batch dimension sharded in one operand only on MPI: kept, no communication",
+          "[mpi][matmul][einsum]") {
+  const std::uint64_t seed = mpi_test::shared_seed();
+  INFO("seed " << seed);
+  if (mpi_test::size() == 4)
+    batch_sharded_in_one_operand<mesh_2x2>(seed);
+  else if (mpi_test::size() == 2)
+    batch_sharded_in_one_operand<mesh_1d>(seed);
+  else
+    WARN("run with 2 or 4 ranks; nothing checked with " << mpi_test::size());
+}
 
 TEST_CASE("matmul on MPI: every spec pair and output spec against a serial GEMM",
           "[mpi][matmul]") {

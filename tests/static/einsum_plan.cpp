@@ -3,8 +3,9 @@
 // The transformer's products ("bsd,df->bsf", "bhqd,bhkd->bhqk"), each case of the rule
 // (contracting letter sharded alike: unreduced; in one operand: gathered; over different
 // axes: the cheaper gathered), named output specs (reduce-scatter where cheaper than
-// all-reduce plus slice), summed letters, an empty output, the matmul special case agreeing
-// with matmul_plan, and einsum_valid / matmul_valid answering without a diagnostic.
+// all-reduce plus slice), summed letters, an empty output, a batch letter sharded in one
+// operand only (kept, no communication), the matmul special case agreeing with matmul_plan,
+// and einsum_valid / matmul_valid answering without a diagnostic.
 #include <typeshard/plan/einsum_plan.hpp>
 #include <typeshard/plan/matmul_plan.hpp>
 
@@ -92,6 +93,59 @@ static_assert(gives<dot_r, ts::spec<none>> && dot_r::collectives == 1);
 // Outer product: free letters on different axes.
 static_assert(gives<ts::einsum_plan<"i,j->ij", mesh_2x2, ts::spec<"x">, ts::spec<"y">>,
                     ts::spec<"x", "y">>);
+
+// ---- a batch letter sharded in one operand only -----------------------------------------
+// It keeps its sharding: the operand holding it whole reads its block (a local slice, no
+// communication), as broadcasting does (rule 5; JAX takes lhs's entry and gathers).
+using batch_one = ts::einsum_plan<"bij,bjk->bik", mesh_2x2, ts::spec<none, none, none>,
+                                  ts::spec<"x", none, none>>;
+static_assert(gives<batch_one, ts::spec<"x", none, none>> && ts::communication_free<batch_one>);
+static_assert(batch_one::steps.size() == 2 && batch_one::steps[0].kind == kind::slice &&
+              batch_one::steps[0].operand == op::lhs && batch_one::steps[0].dim == 0 &&
+              batch_one::steps[1].kind == kind::local_gemm);
+using batch_one_mm =
+    ts::matmul_plan<mesh_2x2, ts::spec<none, none, none>, ts::spec<"x", none, none>>;
+static_assert(gives<batch_one_mm, ts::spec<"x", none, none>> &&
+              ts::communication_free<batch_one_mm>);
+// lhs sharded, rhs whole, J over y in both: still no communication, unreduced over y.
+using batch_lhs = ts::matmul_plan<mesh_2x2, ts::spec<"x", none, "y">, ts::spec<none, "y", none>>;
+static_assert(gives<batch_lhs, ts::spec<"x", none, none>, ts::unreduced<"y">> &&
+              ts::communication_free<batch_lhs>);
+// Attention scores with the heads sharded in q only, and a batch letter of rank-2 operands.
+static_assert(gives<ts::einsum_plan<"bhqd,bhkd->bhqk", mesh_dm, ts::spec<"data", "model">,
+                                    ts::spec<"data">>,
+                    ts::spec<"data", "model", none, none>>);
+static_assert(gives<ts::einsum_plan<"bi,bk->bik", mesh_2x2, ts::spec<none, "y">, ts::spec<"x">>,
+                    ts::spec<"x", "y", none>>);
+// The whole operand's contracted letter on the axis it takes is gathered first (one
+// all_gather), then the rules apply.
+using batch_gather = ts::einsum_plan<"bij,bjk->bik", mesh_2x2, ts::spec<none, none, "x">,
+                                     ts::spec<"x", none, none>>;
+static_assert(gives<batch_gather, ts::spec<"x", none, none>> && batch_gather::collectives == 1 &&
+              batch_gather::steps[0].kind == kind::all_gather && batch_gather::steps[0].dim == 2);
+// Its free letter on that axis: two output letters on one axis, valid only with an output
+// spec; a batch letter over different axes in the two: likewise for einsum, never for matmul.
+template <class Spec>
+struct operand {
+  using mesh_type = mesh_2x2;
+  using value_type = float;
+  using spec = Spec;
+  using extents_type = ts::extents<4, 4, 4>;
+  using unreduced_type = ts::unreduced<>;
+};
+using whole = operand<ts::spec<none, none, none>>;
+using b_x = operand<ts::spec<"x", none, none>>;
+using b_y = operand<ts::spec<"y", none, none>>;
+using i_x = operand<ts::spec<none, "x", none>>;
+using out_x = ts::spec<"x", none, none>;
+static_assert(ts::einsum_valid<"bij,bjk->bik", whole, b_x> && ts::matmul_valid<whole, b_x>);
+static_assert(ts::einsum_valid<"bij,bjk->bik", b_x, whole> && ts::matmul_valid<b_x, whole>);
+static_assert(!ts::einsum_valid<"bij,bjk->bik", i_x, b_x> && !ts::matmul_valid<i_x, b_x>);
+static_assert(ts::einsum_valid<"bij,bjk->bik", i_x, b_x, out_x> &&
+              ts::matmul_valid<i_x, b_x, out_x>);
+static_assert(!ts::einsum_valid<"bij,bjk->bik", b_y, b_x> && !ts::matmul_valid<b_y, b_x>);
+static_assert(ts::einsum_valid<"bij,bjk->bik", b_y, b_x, out_x> &&
+              !ts::matmul_valid<b_y, b_x, out_x>);
 
 // ---- the matmul special case: the plans matmul_plan makes ------------------------------
 template <class E, class M>

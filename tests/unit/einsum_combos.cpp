@@ -160,7 +160,20 @@ std::string check(const tsd::einsum_equation& eq, const tsd::einsum_choice<R>& c
 
 struct stats {
   std::size_t pairs = 0, planned = 0, rejected = 0, named = 0;
+  std::size_t one_sided = 0;  // planned pairs with a batch letter sharded in one operand only
 };
+
+// Whether a batch letter is sharded in one operand and whole in the other.
+template <std::size_t R>
+bool batch_sharded_in_one(const tsd::einsum_equation& eq, const tsd::spec_array<R>& l,
+                          const tsd::spec_array<R>& r) {
+  for (std::size_t d = 0; d < eq.lhs_rank; ++d) {
+    const char x = eq.lhs[d];
+    if (eq.role(x) == tsd::einsum_role::batch && (l[d].count == 0) != (r[eq.rhs_dim(x)].count == 0))
+      return true;
+  }
+  return false;
+}
 
 // Every pair of specs for `subscripts` on Mesh with the given extents; output specs named
 // for every pair when `all_named`, else for a deterministic sample of `sample_named` per pair.
@@ -195,11 +208,26 @@ stats run_formula(ts::cpu_devices& devices, std::string_view subscripts,
       const tsd::einsum_choice<R> c = tsd::plan_einsum<Mesh, R>(eq, l, r, false, {}, sh);
       if (c.problem != tsd::einsum_problem::none) {
         ++st.rejected;
-        // Only the two rule-2 errors without an output spec.
+        // Only the rule-2 errors without an output spec.
         CHECK((c.problem == tsd::einsum_problem::batch_specs_differ ||
-               c.problem == tsd::einsum_problem::output_letters_share_axis));
+               c.problem == tsd::einsum_problem::output_letters_share_axis ||
+               c.problem == tsd::einsum_problem::batch_axis_taken_twice));
+        CHECK((c.problem != tsd::einsum_problem::batch_axis_taken_twice ||
+               batch_sharded_in_one(eq, l, r)));
       } else {
         ++st.planned;
+        if (batch_sharded_in_one(eq, l, r)) {
+          ++st.one_sided;
+          // The batch letter keeps its sharding: the whole operand reads its block, and
+          // nothing moves for it (no step on that dimension but a local slice).
+          for (std::size_t d = 0; d < eq.lhs_rank; ++d)
+            if (eq.role(eq.lhs[d]) == tsd::einsum_role::batch) {
+              const auto& want = l[d].count ? l[d] : r[eq.rhs_dim(eq.lhs[d])];
+              CHECK(c.lhs_read[d] == want);
+              CHECK(c.rhs_read[eq.rhs_dim(eq.lhs[d])] == want);
+              CHECK(c.local[eq.out_dim(eq.lhs[d])] == want);
+            }
+        }
         const auto got = tsd::run_einsum<float, Mesh, R>(eq, c, m, spans(a_blocks), sa, spans(b_blocks), sb);
         CHECK(check<Mesh, R>(eq, c, got, a, b) == "");
       }
@@ -239,16 +267,21 @@ TEST_CASE("einsum 2x2 mesh: matrix products, every spec pair and every output sp
 
 TEST_CASE("einsum 2x2 mesh: rank 3, every spec pair, sampled output specs", "[einsum][combos]") {
   ts::cpu_devices devices{4};
-  run_formula<mesh_2x2, 3>(devices, "bij,bjk->bik", {4, 4, 8}, {4, 8, 4}, 2, 11);
-  run_formula<mesh_2x2, 3>(devices, "bij,bjk->bik", {3, 5, 6}, {3, 6, 2}, 2, 12);
+  const auto even = run_formula<mesh_2x2, 3>(devices, "bij,bjk->bik", {4, 4, 8}, {4, 8, 4}, 2, 11);
+  const auto uneven =
+      run_formula<mesh_2x2, 3>(devices, "bij,bjk->bik", {3, 5, 6}, {3, 6, 2}, 2, 12);
+  CHECK(even.one_sided > 0);  // sharded in one operand only: planned, checked serially
+  CHECK(uneven.one_sided == even.one_sided);
   run_formula<mesh_2x2, 3>(devices, "bsd,df->bsf", {4, 4, 8}, {8, 4}, 2, 13);
   run_formula<mesh_2x2, 3>(devices, "bsd,df->bsf", {3, 5, 7}, {7, 3}, 2, 14);
   run_formula<mesh_2x2, 3>(devices, "bsd,bsd->b", {4, 2, 4}, {4, 2, 4}, 2, 15);
+  CHECK(run_formula<mesh_2x2, 3>(devices, "bi,bk->bik", {4, 3}, {4, 5}, 2, 18).one_sided > 0);
 }
 
 TEST_CASE("einsum 2x2 mesh: attention scores bhqd,bhkd->bhqk, sampled", "[einsum][combos]") {
   ts::cpu_devices devices{4};
-  run_formula<mesh_2x2, 4>(devices, "bhqd,bhkd->bhqk", {2, 2, 4, 4}, {2, 2, 4, 4}, 1, 16);
+  CHECK(run_formula<mesh_2x2, 4>(devices, "bhqd,bhkd->bhqk", {2, 2, 4, 4}, {2, 2, 4, 4}, 1, 16)
+            .one_sided > 0);
   run_formula<mesh_2x2, 4>(devices, "bhqd,bhkd->bhqk", {2, 3, 3, 5}, {2, 3, 5, 5}, 1, 17);
 }
 

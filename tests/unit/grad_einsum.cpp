@@ -2,9 +2,10 @@
 // sum(sin(einsum)) equals central finite differences (double) and the replicated (serial)
 // run's, for a deterministic sample of operand specs per equation (no communication, a
 // contracting letter sharded alike: an unreduced product, sharded in one operand only: a
-// gather, batch letters, an empty output, a named output spec: a reduce-scatter), ranks 1 to
-// 3, even and uneven extents. The backward of each is the einsum with the transposed
-// equation, planned at compile time: the test also checks a few of those plans.
+// gather, batch letters, one sharded in one operand only, an empty output, a named output
+// spec: a reduce-scatter), ranks 1 to 3, even and uneven extents. The backward of each is
+// the einsum with the transposed equation, planned at compile time: the test also checks a
+// few of those plans.
 #include "grad_check.hpp"
 
 namespace {
@@ -50,6 +51,41 @@ TEST_CASE("grad: einsum of ranks 1 to 3 (batch letters, an empty output)", "[gra
     const auto a2 = random_tensor(ts::shape<2>{3, n}, 8);
     check_gradients<ts::spec<"x", "y">, ts::spec<"y">>("ij,j->i", contraction<"ij,j->i">, m, a2, v);
   }
+}
+
+// A batch letter sharded in one operand only keeps its sharding (the whole operand read at
+// its block, no communication forward); the whole operand's gradient comes back sharded
+// like the batch letter and is delivered to its spec (an all_gather, as the grad plan says).
+TEST_CASE("grad: a batch letter sharded in one operand only", "[grad]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_2x2> m{devices};
+  for (std::size_t n : {4, 3}) {  // even, then uneven batch blocks over x
+    const auto a = random_tensor(ts::shape<3>{n, 3, 4}, 11);
+    const auto b = random_tensor(ts::shape<3>{n, 4, 2}, 12);
+    const auto f = contraction<"bij,bjk->bik">;
+    check_gradients<ts::spec<none, none, none>, ts::spec<"x", none, none>>("rhs's b over x", f, m,
+                                                                           a, b);
+    check_gradients<ts::spec<"x", none, "y">, ts::spec<none, "y", none>>(
+        "lhs's b over x, j over y in both", f, m, a, b);
+    check_gradients<ts::spec<none, none, "x">, ts::spec<"x", none, none>>(
+        "lhs's j on the axis it takes: gathered first", f, m, a, b);
+    check_gradients<ts::spec<none, "x", none>, ts::spec<"x", none, none>>(
+        "lhs's i on the axis it takes: output spec named",
+        contraction<"bij,bjk->bik", ts::spec<"x", none, none>>, m, a, b);
+    check_gradients<ts::spec<"y", none, none>, ts::spec<none, none, none>>(
+        "matmul", [](auto x, auto y) { return sin_sum(ts::matmul(x, y)); }, m, a, b);
+  }
+  // Forward and backward plans: the forward reads a slice; d lhs (lhs whole) is a local
+  // product sharded over x, gathered into lhs's replicated spec.
+  using A = ts::sharded_array<float, mesh_2x2, ts::spec<none, none, none>, ts::dextents<3>>;
+  using B = ts::sharded_array<float, mesh_2x2, ts::spec<"x", none, none>, ts::dextents<3>>;
+  using C = ts::sharded_array<float, mesh_2x2, ts::spec<"x", none, none>, ts::dextents<3>>;
+  STATIC_REQUIRE(ts::communication_free<ts::einsum_plan_for<"bij,bjk->bik", A, B>>);
+  using plans = ts::einsum_grad_plans<"bij,bjk->bik", A, B, C>;
+  STATIC_REQUIRE(std::is_same_v<plans::lhs_plan::out_spec, ts::spec<"x", none, none>>);
+  STATIC_REQUIRE(ts::communication_free<plans::lhs_plan>);
+  STATIC_REQUIRE(std::is_same_v<plans::rhs_plan::out_spec, ts::spec<"x", none, none>>);
+  STATIC_REQUIRE(ts::communication_free<plans::rhs_plan>);
 }
 
 TEST_CASE("grad: the transposed einsums' plans", "[grad]") {

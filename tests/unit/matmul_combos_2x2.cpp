@@ -27,6 +27,7 @@ TEST_CASE("matmul 2x2 mesh, rank 2: every lhs x rhs x out spec", "[matmul][combo
 TEST_CASE("matmul 2x2 mesh, rank 3 (batched): every lhs x rhs pair, sampled out specs", "[matmul][combos]") {
   ts::cpu_devices devices{4};
   const std::uint64_t seed = std::random_device{}();
-  run_all_pairs<mesh_2x2, float, 3>(devices, {4, 4, 8}, {4, 8, 4}, 1, false, seed);
+  const auto s = run_all_pairs<mesh_2x2, float, 3>(devices, {4, 4, 8}, {4, 8, 4}, 1, false, seed);
+  CHECK(s.one_sided > 0);  // a batch dimension sharded in one operand only: planned, checked
   run_all_pairs<mesh_2x2, double, 3>(devices, {3, 5, 6}, {3, 6, 2}, 1, true, seed + 1);
 }

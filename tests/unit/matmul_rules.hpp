@@ -1,7 +1,8 @@
 // tests/unit/matmul_rules.hpp: compile-time helpers the matmul tests share (no runtime).
 //
 // - all_specs<Mesh, Rank>(): every valid spec of a rank-Rank array on Mesh, as values;
-// - expect_by_rule: DESIGN rule 2's case rules for a matmul without an output spec,
+// - expect_by_rule: DESIGN rule 2's case rules for a matmul without an output spec (batch
+//   dimensions sharded alike, or in one operand only: the other reads that block),
 //   restated directly (case analysis and the gather cost formula), independently of the
 //   planner in detail/matmul_planner.hpp, which the tests check against it;
 // - follows_rule(expectation, choice).
@@ -90,24 +91,41 @@ constexpr rule_expectation<Rank> expect_by_rule(const spec_array<Rank>& lhs, con
                                                 const ts::shape<Rank>& ga, const ts::shape<Rank>& gb) {
   constexpr std::size_t I = Rank - 2, J = Rank - 1;  // lhs: [.., I, J]; rhs: [.., J(=I), K(=J)]
   rule_expectation<Rank> e;
-  for (std::size_t d = 0; d + 2 < Rank; ++d)
-    if (!(lhs[d] == rhs[d])) {
+  // Batch dimensions: sharded over different axes in the two, an error; in one only, the
+  // other operand takes the axes (it reads that block): its I or K on one of them is an
+  // error, its J on one of them is gathered before the rules for J.
+  spec_array<Rank> lhs_taken{}, rhs_taken{};  // the axes each operand takes, by dimension
+  for (std::size_t d = 0; d + 2 < Rank; ++d) {
+    if (lhs[d] == rhs[d]) continue;
+    if (lhs[d].count != 0 && rhs[d].count != 0) {
       e.problem = tsd::matmul_problem::batch_specs_differ;
       return e;
     }
+    if (lhs[d].count == 0)
+      lhs_taken[d] = rhs[d];
+    else
+      rhs_taken[d] = lhs[d];
+  }
+  if (entry_uses_any(lhs_taken, Rank, lhs[I]) || entry_uses_any(rhs_taken, Rank, rhs[J])) {
+    e.problem = tsd::matmul_problem::batch_axis_on_free_dim;
+    return e;
+  }
   e.lhs_gemm = lhs;
   e.rhs_gemm = rhs;
-  const ts::dim_spec& aj = lhs[J];  // references: g++ 12 rejects two copies out of one
-  const ts::dim_spec& bj = rhs[I];  // constexpr object in a constant evaluation
+  if (entry_uses_any(lhs_taken, Rank, lhs[J])) e.lhs_gemm[J] = {};
+  if (entry_uses_any(rhs_taken, Rank, rhs[I])) e.rhs_gemm[I] = {};
+  const spec_array<Rank> a = e.lhs_gemm, b = e.rhs_gemm;
+  const ts::dim_spec& aj = a[J];  // references: g++ 12 rejects two copies out of one
+  const ts::dim_spec& bj = b[I];  // constexpr object in a constant evaluation
   if (aj == bj) {
   } else if (bj.count == 0) {
     e.lhs_gemm[J] = {};  // J sharded in lhs only: gather lhs
   } else if (aj.count == 0) {
     e.rhs_gemm[I] = {};
   } else {
-    const bool can_a = !entry_uses_any(lhs, J, bj);  // lhs gathered can read rhs's J blocks
-    const bool can_b = !entry_uses_any(rhs, I, aj);
-    const double ca = gather_cost<Mesh>(lhs, J, ga), cb = gather_cost<Mesh>(rhs, I, gb);
+    const bool can_a = !entry_uses_any(a, J, bj);  // lhs gathered can read rhs's J blocks
+    const bool can_b = !entry_uses_any(b, I, aj);
+    const double ca = gather_cost<Mesh>(a, J, ga), cb = gather_cost<Mesh>(b, I, gb);
     if (can_a && (!can_b || ca < cb)) {
       e.lhs_gemm[J] = {};
     } else if (can_b) {
@@ -123,7 +141,7 @@ constexpr rule_expectation<Rank> expect_by_rule(const spec_array<Rank>& lhs, con
       return e;
     }
   e.unreduced = e.lhs_gemm[J].count ? e.lhs_gemm[J] : e.rhs_gemm[I];
-  for (std::size_t d = 0; d + 2 < Rank; ++d) e.out[d] = lhs[d];
+  for (std::size_t d = 0; d + 2 < Rank; ++d) e.out[d] = lhs[d].count ? lhs[d] : rhs[d];
   e.out[I] = e.lhs_gemm[I];
   e.out[J] = e.rhs_gemm[J];
   return e;

@@ -164,6 +164,7 @@ inline std::size_t sanitizer_stride(std::size_t k) { return sanitized ? k : 1; }
 
 struct combo_stats {
   std::size_t pairs = 0, planned = 0, rejected = 0, named = 0;
+  std::size_t one_sided = 0;  // planned pairs with a batch dimension sharded in one operand only
 };
 
 // Runs every (lhs, rhs) pair of rank-Rank specs on Mesh for the given extents: the unnamed
@@ -215,6 +216,17 @@ combo_stats run_all_pairs(ts::cpu_devices& devices, const ts::shape<Rank>& ga, c
       };
       if (c.problem == tsd::matmul_problem::none) {
         ++stats.planned;
+        bool one_sided = false;
+        for (std::size_t d = 0; d + 2 < Rank; ++d)
+          one_sided = one_sided || (lhs[d].count == 0) != (rhs[d].count == 0);
+        if (one_sided) {
+          ++stats.one_sided;
+          // No communication for the batch dimensions: the whole operand reads the block.
+          for (std::size_t d = 0; d + 2 < Rank; ++d) {
+            REQUIRE(c.lhs_read[d] == c.rhs_read[d]);
+            REQUIRE(c.out[d] == (lhs[d].count ? lhs[d] : rhs[d]));
+          }
+        }
         run_and_check(c, where + " (no output spec)");
       } else {
         ++stats.rejected;

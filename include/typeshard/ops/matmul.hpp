@@ -8,11 +8,13 @@
 //   using plan = ts::matmul_plan_for<decltype(A2), decltype(B2), ts::spec<"x", ts::none>>;
 //
 // C[..., I, K] = A[..., I, J] . B[..., J, K] for two arrays of the same rank >= 2 on the
-// same device mesh, leading dimensions being batch dimensions sharded alike (seed 004's
-// 8 x 4096 x 4096 batch with the batch sharded). The plan (matmul_plan.hpp) is chosen at
+// same device mesh, leading dimensions being batch dimensions sharded alike, or in one
+// operand only, whose sharding the result keeps (seed 004's 8 x 4096 x 4096 batch with the
+// batch sharded). The plan (matmul_plan.hpp) is chosen at
 // compile time; here it runs as ONE multi-device operation: each device reshards its
 // operand blocks (the collectives of reshard_plan), multiplies its blocks with
-// kernels::gemm (an operand holding all of J is read in place at the other's J block),
+// kernels::gemm (an operand holding all of J, or of a batch dimension the other shards, is
+// read in place at the other's block),
 // and reduces / reshards the product when an output spec is named. Without one, a result
 // unreduced over some axes keeps them in its type (reduce it with ts::reshard<Spec>).
 //
@@ -54,24 +56,49 @@ namespace typeshard {
 
 namespace detail {
 
-// Takes the pending slices of x except along dimension `keep` (which the GEMM reads in
-// place): one copy, and only when some other dimension is sliced.
+// Takes the pending slices of x except along the batch dimensions and dimension `keep`
+// (which the GEMM reads in place): one copy, and only when some other dimension is sliced.
 template <class T, std::size_t Rank>
 void take_slices_except(const mesh_value& mv, std::size_t p, operand_block<T, Rank>& x,
                         std::size_t keep) {
   spec_array<Rank> others = x.spec;
-  others[keep] = x.held[keep];
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (d + 2 < Rank || d == keep) others[d] = x.held[d];
   if (others == x.held) return;
-  const dim_spec along_keep = x.spec[keep];
+  const spec_array<Rank> wanted = x.spec;
   x.spec = others;
   take_slices<T, Rank>(mv, p, x);
-  x.spec[keep] = along_keep;
+  x.spec = wanted;
+}
+
+// Where an operand block's matrices are read in place: the offset of its slice's first
+// element (along J and the batch dimensions) and the held block's stride per batch dimension.
+template <std::size_t Rank>
+struct matmul_reads {
+  std::size_t offset = 0;
+  std::array<std::size_t, Rank> batch_stride{};
+};
+template <class T, std::size_t Rank>
+matmul_reads<Rank> matmul_reads_of(const mesh_value& mv, std::size_t p,
+                                   const operand_block<T, Rank>& x, std::size_t j) {
+  const shape<Rank> held = local_shape_of(mv, x.held, x.global, p);
+  const index_slices<Rank> want = index_of(mv, x.spec, x.global, p);
+  const index_slices<Rank> have = index_of(mv, x.held, x.global, p);
+  matmul_reads<Rank> r;
+  std::size_t stride = held[Rank - 2] * held[Rank - 1];
+  r.offset = (want[j].start - have[j].start) * (j == Rank - 1 ? 1 : held[Rank - 1]);
+  for (std::size_t d = Rank - 2; d-- > 0;) {
+    r.batch_stride[d] = stride;
+    r.offset += (want[d].start - have[d].start) * stride;
+    stride *= held[d];
+  }
+  return r;
 }
 
 // The local GEMM of one device: C0 block = A block . B block, per batch element. An operand
-// sliced along J (the one that holds all of J, sliced to the other's J blocks) is read at
-// its slice in place. C: the result's element type, T's, or float for bfloat16 operands
-// (matmul's preferred_element).
+// sliced along J or a batch dimension (the one that holds all of it, sliced to the other's
+// blocks) is read at its slice in place. C: the result's element type, T's, or float for
+// bfloat16 operands (matmul's preferred_element).
 template <class T, std::size_t Rank, class C = T>
 void local_matmul(const mesh_value& mv, std::size_t p, operand_block<T, Rank>& a,
                   operand_block<T, Rank>& b, C* out, const shape<Rank>& out_local) {
@@ -86,15 +113,17 @@ void local_matmul(const mesh_value& mv, std::size_t p, operand_block<T, Rank>& a
   if (batches == 0 || m == 0 || n == 0) return;
   const std::size_t lda = a_loc[D::lhs_j], ldb = b_loc[D::rhs_k];
   const std::size_t k = local_shape_of(mv, a.spec, a.global, p)[D::lhs_j];
-  const std::size_t a_offset = index_of(mv, a.spec, a.global, p)[D::lhs_j].start -
-                               index_of(mv, a.held, a.global, p)[D::lhs_j].start;
-  const std::size_t b_offset = (index_of(mv, b.spec, b.global, p)[D::rhs_j].start -
-                                index_of(mv, b.held, b.global, p)[D::rhs_j].start) * ldb;
-  const std::size_t a_stride = a_loc[D::lhs_i] * a_loc[D::lhs_j];
-  const std::size_t b_stride = b_loc[D::rhs_j] * b_loc[D::rhs_k];
+  const matmul_reads<Rank> ar = matmul_reads_of(mv, p, a, D::lhs_j);
+  const matmul_reads<Rank> br = matmul_reads_of(mv, p, b, D::rhs_j);
   for (std::size_t t = 0; t < batches; ++t) {
-    const T* at = k ? a.data + t * a_stride + a_offset : nullptr;
-    const T* bt = k ? b.data + t * b_stride + b_offset : nullptr;
+    std::size_t a_at = ar.offset, b_at = br.offset, rest = t;
+    for (std::size_t d = D::batch; d-- > 0;) {
+      a_at += rest % out_local[d] * ar.batch_stride[d];
+      b_at += rest % out_local[d] * br.batch_stride[d];
+      rest /= out_local[d];
+    }
+    const T* at = k ? a.data + a_at : nullptr;
+    const T* bt = k ? b.data + b_at : nullptr;
     if constexpr (std::is_same_v<C, T>)
       kernels::gemm<T>(m, n, k, at, lda, bt, ldb, out + t * m * n, n);
     else

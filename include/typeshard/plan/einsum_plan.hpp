@@ -142,6 +142,9 @@ constexpr bool check_einsum_choice() {
   } else if constexpr (Problem == einsum_problem::output_letters_share_axis) {
     return require_named<false, Axis, diagnostic::einsum_output_letters_share_axis>::value &&
            false;
+  } else if constexpr (Problem == einsum_problem::batch_axis_taken_twice) {
+    return require_named<false, Axis, diagnostic::einsum_batch_axis_taken_twice>::value &&
+           false;
   } else if constexpr (Problem == einsum_problem::unreduced_conflict) {
     return require_named<false, Axis, diagnostic::matmul_unreduced_conflict>::value && false;
   } else if constexpr (Problem == einsum_problem::too_many_partial_axes) {

@@ -228,7 +228,9 @@ constexpr bool einsum_check_differentiable() {
 // the output's cotangent type CotOut: d lhs = einsum<lhs_subscripts>(d out, b) and
 // d rhs = einsum<rhs_subscripts>(d out, a), each planned without an output spec (the result
 // may be unreduced, e.g. over the axes of a contracted batch dimension; it is then resharded
-// to the operand's spec, or kept unreduced for a parameter). Inspect them like forward plans:
+// to the operand's spec, or kept unreduced for a parameter; an operand holding whole a batch
+// letter the other shards gets its gradient sharded along that letter, which the reshard to
+// its spec gathers). Inspect them like forward plans:
 // lhs_plan::describe(), ts::communication_free<lhs_plan>.
 template <einsum_subscripts S, class A, class B, class CotOut>
 struct einsum_grad_plans {

@@ -7,7 +7,8 @@
 //   plan::describe();   // "all_gather(lhs, dim 1, over x); local gemm"
 //
 // C[..., I, K] = A[..., I, J] . B[..., J, K]: both operands have the same rank >= 2 and
-// the leading dimensions are batch dimensions, sharded alike in both. The plan says which
+// the leading dimensions are batch dimensions, sharded alike in both or in one only (the
+// other operand then reads its block of it: a local slice, no communication). The plan says which
 // collectives run on which operand, the local GEMM, and the reduction of the partial sums;
 // how the choice is made (by DESIGN's case rules without an output spec, by bytes moved
 // per device with one) is documented in detail/matmul_planner.hpp.
@@ -69,32 +70,34 @@ using matmul_step_list = step_array<Rank, max_matmul_steps>;
 
 // The steps of a choice, for shapes `sh` (which decide the even or uneven reshard variant):
 // what matmul_plan::steps lists and what ts::matmul runs (ops/detail/executor.hpp).
-// The operand that holds all of J (slice_lhs / slice_rhs) is sliced to the other's J
-// blocks, which the GEMM reads in place. matmul_steps_body computes them once the shapes have
+// An operand that holds all of J, or of a batch dimension the other shards (lhs_read /
+// rhs_read), is sliced to the other's blocks, which the GEMM reads in place, a slice step
+// per dimension. matmul_steps_body computes them once the shapes have
 // decided which reshards are even (the only way they enter), from values only; callers use
 // matmul_steps_of (below).
 template <std::size_t Rank>
 TYPESHARD_COLD
 constexpr matmul_step_list<Rank> matmul_steps_body(const matmul_choice<Rank>& c, bool even_lhs,
                                                    bool even_rhs, bool even_out) {
-  using D = matmul_dims<Rank>;
   matmul_step_list<Rank> out;
   append_reshard(out, step_operand::lhs, c.lhs,
                  plan_reshard(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, even_lhs));
   append_reshard(out, step_operand::rhs, c.rhs,
                  plan_reshard(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, even_rhs));
-  if (c.slice_lhs) {
-    spec_array<Rank> after = c.lhs_gemm;
-    after[D::lhs_j] = c.contract;
-    out.push(step<Rank>{step_kind::slice, step_operand::lhs, D::lhs_j, D::lhs_j, c.contract,
-                        after, c.lhs_unreduced});
-  }
-  if (c.slice_rhs) {
-    spec_array<Rank> after = c.rhs_gemm;
-    after[D::rhs_j] = c.contract;
-    out.push(step<Rank>{step_kind::slice, step_operand::rhs, D::rhs_j, D::rhs_j, c.contract,
-                        after, c.rhs_unreduced});
-  }
+  spec_array<Rank> cur = c.lhs_gemm;
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (!(c.lhs_read[d] == cur[d])) {
+      cur[d] = c.lhs_read[d];
+      out.push(step<Rank>{step_kind::slice, step_operand::lhs, d, d, c.lhs_read[d], cur,
+                          c.lhs_unreduced});
+    }
+  cur = c.rhs_gemm;
+  for (std::size_t d = 0; d < Rank; ++d)
+    if (!(c.rhs_read[d] == cur[d])) {
+      cur[d] = c.rhs_read[d];
+      out.push(step<Rank>{step_kind::slice, step_operand::rhs, d, d, c.rhs_read[d], cur,
+                          c.rhs_unreduced});
+    }
   out.push(step<Rank>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local,
                       c.partial});
   if (c.out_named)
@@ -219,6 +222,8 @@ constexpr bool check_matmul_choice() {
     return require<false, diagnostic::matmul_batch_specs_differ<Dim>>::value && false;
   } else if constexpr (Problem == matmul_problem::free_dims_share_axis) {
     return require_named<false, Axis, diagnostic::matmul_free_dims_share_axis>::value && false;
+  } else if constexpr (Problem == matmul_problem::batch_axis_on_free_dim) {
+    return require_named<false, Axis, diagnostic::matmul_batch_axis_on_free_dim>::value && false;
   } else if constexpr (Problem == matmul_problem::unreduced_conflict) {
     return require_named<false, Axis, diagnostic::matmul_unreduced_conflict>::value && false;
   } else if constexpr (Problem == matmul_problem::too_many_partial_axes) {
@@ -285,8 +290,8 @@ struct matmul_form {
   static constexpr matmul_choice<rank> make_matmul() {
     if constexpr (!inputs_valid) {
       matmul_choice<rank> c;
-      c.lhs = c.lhs_gemm = c.local = c.out = spec_array_of<LhsSpec, rank>();
-      c.rhs = c.rhs_gemm = spec_array_of<RhsSpec, rank>();
+      c.lhs = c.lhs_gemm = c.lhs_read = c.local = c.out = spec_array_of<LhsSpec, rank>();
+      c.rhs = c.rhs_gemm = c.rhs_read = spec_array_of<RhsSpec, rank>();
       return c;
     } else {
       return matmul_choice_of(make());

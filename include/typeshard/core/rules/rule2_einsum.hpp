@@ -136,7 +136,8 @@ struct einsum_batch_specs_differ {
   static constexpr bool fire() {
     static_assert(detail::always_false_chars<Letter>,
                   "typeshard: rule 2 (einsum): a batch letter (in both operands and the output) "
-                  "is sharded differently in the two operands; fix: name the output spec "
+                  "is sharded differently in the two operands (over different mesh axes: "
+                  "sharded in one operand only, it keeps that sharding); fix: name the output spec "
                   "(ts::einsum<\"...\", OutSpec>(a, b) picks the cheapest reshard), or reshard "
                   "one operand (ts::reshard<Spec>(x)) so the letter has the same spec entry in "
                   "both");
@@ -157,6 +158,24 @@ struct einsum_output_letters_share_axis {
                   "use it twice; fix: name the output spec with a on the output letter that "
                   "keeps it, which picks the cheapest plan (ts::einsum<\"ij,jk->ik\", "
                   "ts::spec<\"a\", ts::none>>(x, y) gathers y's k with one all_gather)");
+    return true;
+  }
+};
+
+// A batch letter sharded in one operand only keeps its sharding: the operand that holds it
+// whole reads the other's block of it, so it cannot also shard an output letter over that
+// axis. The condition spells the axis.
+template <char... Axis>
+struct einsum_batch_axis_taken_twice {
+  static constexpr bool fire() {
+    static_assert(clashing_output_axis<Axis...>,
+                  "typeshard: rule 2 (einsum): a batch letter sharded in one operand only keeps "
+                  "that sharding (the other operand, which holds it whole, reads its block), "
+                  "but the other operand shards one of its output letters over the same mesh "
+                  "axis (the axis a spelled by clashing_output_axis<...> printed with this "
+                  "message), so the result would use it twice; fix: name the output spec, "
+                  "which picks the cheapest plan (ts::einsum<\"...\", OutSpec>(x, y)), or "
+                  "reshard one operand (ts::reshard<Spec>(x)) so a shards one output letter");
     return true;
   }
 };

@@ -85,9 +85,10 @@ struct matmul_batch_specs_differ {
   static constexpr bool fire() {
     static_assert(detail::always_false_values<BatchDimension>,
                   "typeshard: rule 2 (matmul): a batch (leading) dimension is sharded "
-                  "differently in the two operands; fix: reshard one operand "
+                  "differently in the two operands (over different mesh axes: sharded in one "
+                  "operand only, it keeps that sharding); fix: reshard one operand "
                   "(ts::reshard<Spec>(x)) so every batch dimension has the same spec entry in "
-                  "both");
+                  "both, or ts::none in one of them");
     return true;
   }
 };
@@ -139,6 +140,24 @@ struct matmul_free_dims_share_axis {
                   "all_gather: ts::matmul<ts::spec<\"a\", ts::none>>(A, B) gathers B, "
                   "ts::matmul<ts::spec<ts::none, \"a\">>(A, B) gathers A (for batched "
                   "operands, the batch entries first)");
+    return true;
+  }
+};
+
+// A batch dimension sharded in one operand only keeps its sharding (the other operand reads
+// its block), so the other operand's I or K cannot be sharded over that axis too. The
+// condition spells the axis.
+template <char... Axis>
+struct matmul_batch_axis_on_free_dim {
+  static constexpr bool fire() {
+    static_assert(clashing_axis<Axis...>,
+                  "typeshard: rule 2 (matmul): a batch (leading) dimension sharded in one "
+                  "operand only keeps that sharding (the other operand, which holds it whole, "
+                  "reads its block), but the other operand's I or K is sharded over the same "
+                  "mesh axis (the axis a spelled by clashing_axis<...> printed with this "
+                  "message), so the result would use it twice; fix: name the output spec, "
+                  "which picks the cheapest plan (ts::matmul<OutSpec>(A, B)), or reshard one "
+                  "operand (ts::reshard<Spec>(x)) so a shards one dimension of the result");
     return true;
   }
 };

@@ -160,19 +160,36 @@ struct gemm_operand {
   buffer<T> packed;
 };
 
+// The row-major offset of the box `want` at `origin` in a block of extents `have` when the
+// box is one contiguous range of it (the dimensions after the first one it cuts are whole,
+// those before it of extent 1 in the box: a slice of leading batch letters), else npos.
+template <std::size_t R>
+std::size_t contiguous_offset(const shape<R>& have, const shape<R>& origin, const shape<R>& want) {
+  std::size_t d = 0;
+  while (d < R && want[d] == 1) ++d;  // the leading dimensions the box has one index of
+  if (d < R) ++d;                     // the first dimension it takes a range of
+  for (; d < R; ++d)
+    if (want[d] != have[d]) return static_cast<std::size_t>(-1);
+  std::size_t offset = 0;
+  for (std::size_t e = 0; e < R; ++e) offset = offset * have[e] + origin[e];
+  return offset;
+}
+
 // Prepares an operand whose block (held by `have`, extents have_shape) is read at the box
-// `want` from `origin`: in place when it is already [b, i, j] (or transposed), else packed.
+// `want` from `origin`: in place when the box is a contiguous range of the block already
+// laid out [b, i, j] (or transposed), else packed.
 template <class T, std::size_t R>
 gemm_operand<T> gemm_operand_of(const T* data, const shape<R>& have_shape, const shape<R>& origin,
                                 const shape<R>& want, const std::array<std::size_t, R>& strides,
                                 const std::array<std::size_t, R>& strides_t, bool sums,
                                 std::size_t elements) {
   gemm_operand<T> g;
-  const bool whole = have_shape == want && origin == shape<R>{};
-  if (whole && !sums && has_strides(want, strides)) {
-    g.data = data;
-  } else if (whole && !sums && has_strides(want, strides_t)) {
-    g.data = data;
+  const std::size_t at = sums ? static_cast<std::size_t>(-1)
+                              : contiguous_offset(have_shape, origin, want);
+  if (at != static_cast<std::size_t>(-1) && has_strides(want, strides)) {
+    g.data = data + at;
+  } else if (at != static_cast<std::size_t>(-1) && has_strides(want, strides_t)) {
+    g.data = data + at;
     g.transposed = true;
   } else {
     g.packed = buffer<T>(elements);

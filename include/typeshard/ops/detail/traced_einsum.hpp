@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "../einsum.hpp"
+#include "../matmul.hpp"
 #include "traced_value.hpp"
 
 namespace typeshard {
@@ -93,11 +94,24 @@ auto einsum(const A& a, const B& b) {
   }
 }
 
-// matmul<OutSpec>(a, b) with a traced operand: the einsum "...ij,...jk->...ik".
+// matmul<OutSpec>(a, b) with a traced operand: the einsum "...ij,...jk->...ik", accepted
+// exactly where ts::matmul on the arrays is (its rules: batch dimensions never move, so
+// sharded over different axes they are an error even with an output spec).
 template <class OutSpec = auto_out, class A, class B>
   requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 auto matmul(const A& a, const B& b) {
-  return einsum<detail::matmul_subscripts<detail::value_t<A>::rank>(), OutSpec>(a, b);
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  if constexpr (!matmul_valid<AV, BV, OutSpec>) {
+    // ts::matmul on the arrays fires its diagnostic; a value of a well-formed type.
+    const AV& av = detail::value_of(a);
+    const BV& bv = detail::value_of(b);
+    using forward = decltype(typeshard::matmul<OutSpec>(av, bv));
+    return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
+        typeshard::matmul<OutSpec>(av, bv), detail::tape_of(a, b), nullptr);
+  } else {
+    return einsum<detail::matmul_subscripts<AV::rank>(), OutSpec>(a, b);
+  }
 }
 
 }  // namespace typeshard

@@ -6,11 +6,14 @@
 //
 // A plan is an `einsum_choice`: what each operand is resharded to (lhs_gemm, rhs_gemm),
 // what the local product reads (lhs_read, rhs_read: an operand holding all of a contracting
-// letter reads the other's block of it, a local slice), the local product's sharding
+// or batch letter the other shards reads the other's block of it, a local slice), the local
+// product's sharding
 // (local) and the axes it is a partial sum over (partial: every contracted or summed
 // letter's axes, and the operands' own unreduced axes), and the output. The local product
-// is a valid partial sum when the batch letters are sharded alike, each contracting letter
-// is read alike by both, no mesh axis appears twice in the local product and the partial
+// is a valid partial sum when each batch and contracting letter is read alike by both (a
+// letter sharded over different axes in the two is not), no mesh axis appears twice in an
+// operand's read or in the local product, and the partial axes are distinct and unused by
+// the product.
 //
 // The planner (einsum_planner.hpp) decides lhs_gemm and rhs_gemm, by rule or by cost
 // (einsum_cost.hpp); complete_einsum_local derives the rest from them, the same way for both.
@@ -29,6 +32,8 @@ enum class einsum_problem {
   none,
   batch_specs_differ,         // `letter`: sharded differently in lhs and rhs
   output_letters_share_axis,  // `axis`: two output letters on one mesh axis, no output spec
+  batch_axis_taken_twice,     // `letter`, `axis`: an output letter of the operand that holds a
+                              // batch letter whole is on an axis the other shards it over
   unreduced_conflict,         // `axis`: one operand unreduced over an axis the other uses
   too_many_partial_axes       // the product would be unreduced over more than 4 axes
 };
@@ -103,7 +108,6 @@ constexpr bool complete_einsum_local(const einsum_equation& eq, einsum_choice<R>
     const dim_spec& a = c.lhs_gemm[l];
     const dim_spec& b = c.rhs_gemm[r];
     if (a == b) continue;
-    if (role == einsum_role::batch) return false;
     if (a.count == 0)
       c.lhs_read[l] = b;  // lhs holds all of the letter: it reads rhs's block of it
     else if (b.count == 0)

@@ -17,7 +17,13 @@
 //
 // Which plan:
 //   no output spec, by rule (DESIGN rule 2):
-//     - a batch letter sharded differently in the two operands: an error (batch_specs_differ);
+//     - a batch letter sharded over different axes in the two operands: an error
+//       (batch_specs_differ); sharded in one operand only: it keeps that sharding, the other
+//       operand (which holds all of it) reads its block, a local slice, as broadcasting does
+//       (rule 5). That operand "takes" the letter's axes: another of its output letters on
+//       one of them is an error (batch_axis_taken_twice: two output letters on one axis),
+//       another of its contracted or summed letters on one of them is gathered first; then
+//       the rules below apply;
 //     - each contracting letter: sharded alike in both (or in neither): nothing moves, the
 //       result is unreduced over its axes; sharded in one only: that operand is gathered
 //       along it; over different axes: the cheaper gather (bytes per device) whose operand
@@ -30,8 +36,9 @@
 //   gathered or (output letters) moved to the output's sharding of it; candidates that
 //   cannot form the local product skipped; the fewest bytes received per device wins, then
 //   fewer flops, fewer collectives, then enumeration order (lhs outer, rhs inner; see
-//   operand_candidates). With batch_fixed (matmul), batch letters never move: sharded
-//   differently they are an error even with an output spec. The reduction of the
+//   operand_candidates). With batch_fixed (matmul), batch letters never move: sharded over
+//   different axes they are an error even with an output spec (sharded in one operand only,
+//   the other reads its block, as without one). The reduction of the
 //   partial sums is the reshard planner's (psum_scatter where the output shards a dimension
 //   over the axis reduced, else psum then slice), so reduce-scatter wins where it moves
 //   fewer bytes than all-reduce plus slice.
@@ -53,12 +60,64 @@
 
 namespace typeshard::detail {
 
+// One operand as the by-rule planner sees it: its letters and the specs of both operands.
+template <std::size_t R>
+struct einsum_operand_view {
+  const char* letters;
+  std::size_t rank;
+  const spec_array<R>& mine;
+  const spec_array<R>& other;
+  bool lhs;
+};
+
+// The first axis of `entry` that the operand takes: an axis the other operand shards a batch
+// letter over that this operand holds whole (it will read the other's block of it); or an
+// empty name.
+template <std::size_t R>
+constexpr axis_name taken_axis(const einsum_equation& eq, const einsum_operand_view<R>& v,
+                               const dim_spec& entry) {
+  for (std::size_t d = 0; d < v.rank; ++d) {
+    const char x = v.letters[d];
+    if (eq.role(x) != einsum_role::batch || v.mine[d].count != 0) continue;
+    const axis_name a = shared_axis(entry, v.other[v.lhs ? eq.rhs_dim(x) : eq.lhs_dim(x)]);
+    if (!a.empty()) return a;
+  }
+  return {};
+}
+
+// Makes room in an operand's gemm spec for the axes it takes: a contracted or summed letter
+// on one of them is gathered; an output letter on one of them is returned (its position,
+// else `rank`): two output letters would share that axis.
+template <std::size_t R>
+constexpr std::size_t make_room_for_taken(const einsum_equation& eq,
+                                          const einsum_operand_view<R>& v, spec_array<R>& gemm) {
+  for (std::size_t d = 0; d < v.rank; ++d) {
+    if (taken_axis(eq, v, gemm[d]).empty()) continue;
+    if (eq.in_out(v.letters[d])) return d;
+    gemm[d] = dim_spec{};
+  }
+  return v.rank;
+}
+
 // No output spec: DESIGN rule 2 per letter (see the header comment).
 template <class Mesh, std::size_t R>
 constexpr einsum_choice<R> plan_einsum_by_rule(const einsum_equation& eq, einsum_choice<R> c,
                                                const einsum_shapes<R>& sh) {
   c.lhs_gemm = c.lhs;
   c.rhs_gemm = c.rhs;
+  // Batch letters sharded in one operand only: the other operand takes their axes.
+  const einsum_operand_view<R> lv{eq.lhs.data(), eq.lhs_rank, c.lhs, c.rhs, true};
+  const einsum_operand_view<R> rv{eq.rhs.data(), eq.rhs_rank, c.rhs, c.lhs, false};
+  const std::size_t lhs_clash = make_room_for_taken(eq, lv, c.lhs_gemm);
+  const std::size_t rhs_clash = make_room_for_taken(eq, rv, c.rhs_gemm);
+  if (lhs_clash != eq.lhs_rank || rhs_clash != eq.rhs_rank) {
+    const bool in_lhs = lhs_clash != eq.lhs_rank;
+    c.problem = einsum_problem::batch_axis_taken_twice;
+    c.problem_letter = in_lhs ? eq.lhs[lhs_clash] : eq.rhs[rhs_clash];
+    c.problem_axis = in_lhs ? taken_axis(eq, lv, c.lhs[lhs_clash])
+                            : taken_axis(eq, rv, c.rhs[rhs_clash]);
+    return c;
+  }
   for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
     const char x = eq.lhs[l];
     if (eq.role(x) != einsum_role::contracting) continue;
@@ -240,7 +299,9 @@ constexpr einsum_choice<R> plan_einsum(const einsum_equation& eq, const spec_arr
   if (!out_named || batch_fixed) {
     for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
       const char x = eq.lhs[l];
-      if (eq.role(x) == einsum_role::batch && !(lhs[l] == rhs[eq.rhs_dim(x)])) {
+      const dim_spec& r = rhs[eq.rhs_dim(x)];
+      if (eq.role(x) == einsum_role::batch && lhs[l].count != 0 && r.count != 0 &&
+          !(lhs[l] == r)) {
         c.problem = einsum_problem::batch_specs_differ;
         c.problem_letter = x;
         return c;
@@ -354,8 +415,7 @@ constexpr einsum_equation matmul_equation() {
   return e;
 }
 
-// A matmul choice from the einsum planner's: the same plan in matmul's terms (the operand
-// that holds all of J reads the other's block of it: slice_lhs / slice_rhs).
+// A matmul choice from the einsum planner's: the same plan in matmul's terms.
 template <std::size_t R>
 constexpr matmul_choice<R> matmul_choice_of(const einsum_choice<R>& e) {
   using D = matmul_dims<R>;
@@ -366,6 +426,8 @@ constexpr matmul_choice<R> matmul_choice_of(const einsum_choice<R>& e) {
   c.rhs_unreduced = e.rhs_unreduced;
   c.lhs_gemm = e.lhs_gemm;
   c.rhs_gemm = e.rhs_gemm;
+  c.lhs_read = e.lhs_read;
+  c.rhs_read = e.rhs_read;
   c.out_named = e.out_named;
   switch (e.problem) {
     case einsum_problem::none: break;
@@ -375,6 +437,9 @@ constexpr matmul_choice<R> matmul_choice_of(const einsum_choice<R>& e) {
       break;
     case einsum_problem::output_letters_share_axis:
       c.problem = matmul_problem::free_dims_share_axis;
+      break;
+    case einsum_problem::batch_axis_taken_twice:
+      c.problem = matmul_problem::batch_axis_on_free_dim;
       break;
     case einsum_problem::unreduced_conflict: c.problem = matmul_problem::unreduced_conflict; break;
     case einsum_problem::too_many_partial_axes:
@@ -387,8 +452,6 @@ constexpr matmul_choice<R> matmul_choice_of(const einsum_choice<R>& e) {
     return c;
   }
   c.contract = e.lhs_read[D::lhs_j];
-  c.slice_lhs = !(e.lhs_read[D::lhs_j] == e.lhs_gemm[D::lhs_j]);
-  c.slice_rhs = !(e.rhs_read[D::rhs_j] == e.rhs_gemm[D::rhs_j]);
   c.partial = e.partial;
   c.local = e.local;
   c.out = e.out;
@@ -397,7 +460,8 @@ constexpr matmul_choice<R> matmul_choice_of(const einsum_choice<R>& e) {
 }
 
 // The plan for lhs . rhs on Mesh: the einsum planner on "...ij,...jk->...ik", batch
-// dimensions fixed (they must be sharded alike, output spec or not). `out` is ignored
+// dimensions fixed (never resharded: sharded alike, or in one operand only, output spec or
+// not). `out` is ignored
 // unless out_named. lhs_u / rhs_u: the axes an operand is a partial sum over (rule 3 allows
 // matmul on partial sums: it is linear in each operand), which the other operand must
 // neither shard nor be partial over.

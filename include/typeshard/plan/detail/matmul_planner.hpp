@@ -13,7 +13,8 @@
 //      all_to_all, local slices);
 //   2. the local GEMM on every device. Both operands' J blocks are the S-blocks, or one
 //      operand holds all of J and reads the S-block of it in place ("slice(lhs, dim 1,
-//      over x)": no copy, no communication);
+//      over x)": no copy, no communication); likewise an operand holding all of a batch
+//      dimension the other shards reads the other's block of it;
 //   3. the local product is C0 = [batch..., lhs_gemm's I, rhs_gemm's K] unreduced over S
 //      (and over the axes an operand was already unreduced over: matmul is linear in each
 //      operand, rule 3; the other operand must neither shard nor be partial over them, and
@@ -26,6 +27,10 @@
 // dimensions fixed, its choice restated as a matmul_choice; what that means for matmul
 // (DESIGN rule 2):
 //   no output spec, by rule:
+//     - a batch dimension sharded over different axes in the two operands: an error; sharded
+//       in one only: it keeps that sharding, the other operand reads its block (a local
+//       slice). That operand's I or K over one of its axes is an error
+//       (batch_axis_on_free_dim), its J over one of them is gathered first;
 //     - J sharded identically in both (or in neither): nothing moves; C0 is unreduced over
 //       J's axes (none if J is whole);
 //     - J sharded in one operand only: all_gather that operand along J;
@@ -42,7 +47,8 @@
 //   it, free dimension gathered, then those three with J gathered; duplicates and specs
 //   using an axis twice dropped). Candidates per operand: J kept or gathered;
 //   the free dimension (I for lhs, K for rhs) kept, gathered, or moved to the output's
-//   sharding of it. Batch dimensions never move before the GEMM (they must match).
+//   sharding of it. Batch dimensions never move before the GEMM (sharded over different
+//   axes in the two operands they are an error even with an output spec).
 //
 // This header keeps matmul's vocabulary (matmul_choice, its steps' reshards and costs) and
 // the pieces the einsum planner shares (the reshard steps, their byte costs, the cost order).
@@ -73,6 +79,8 @@ enum class matmul_problem {
   none,
   batch_specs_differ,    // `dim`: a leading dimension sharded differently in lhs and rhs
   free_dims_share_axis,  // `axis`: case 4 without an output spec
+  batch_axis_on_free_dim,  // `axis`: a batch dimension sharded over it in one operand only,
+                           // I or K over it in the other, without an output spec
   unreduced_conflict,    // `axis`: one operand is unreduced over an axis the other uses
   too_many_partial_axes  // the product would be unreduced over more than 4 axes
 };
@@ -95,11 +103,12 @@ struct matmul_choice {
 
   spec_array<Rank> lhs{}, rhs{};            // the operands as given
   dim_spec lhs_unreduced{}, rhs_unreduced{};  // ... and the axes they are partial sums over
-  spec_array<Rank> lhs_gemm{}, rhs_gemm{};  // what the local GEMM reads (after resharding)
+  spec_array<Rank> lhs_gemm{}, rhs_gemm{};  // the operands after resharding
+  spec_array<Rank> lhs_read{}, rhs_read{};  // what the local GEMM reads: an operand holding
+                                            // all of J (or of a batch dimension the other
+                                            // shards) reads the other's block of it in place
   dim_spec contract{};                      // S: the local products are partial over it
   dim_spec partial{};                       // S and the operands' unreduced axes: C0's
-  bool slice_lhs = false;                   // lhs holds all of J; the GEMM reads its S-block
-  bool slice_rhs = false;                   // the same for rhs
   spec_array<Rank> local{};                 // C0, the local product (unreduced over S)
   bool out_named = false;
   spec_array<Rank> out{};                   // the result's sharding
