@@ -57,12 +57,14 @@ namespace detail {
 
 // Runs an einsum plan on the devices of a mesh (`devices`, by mesh position, on backend
 // `bk`); returns the result's blocks by mesh position (laid out by c.out, unreduced over
-// c.out_unreduced). Shapes are padded to the plan rank R with 1s. One instantiation per
-// (T, R), whatever the mesh (a value, core/detail/mesh_value.hpp), compiled once in
-// typeshard::runtime for the common ones: the equation and the plan are values, so tests
-// can run plans chosen at run time.
-template <class T, std::size_t R>
-std::vector<buffer<T>> run_einsum_on(const einsum_equation& eq, const einsum_choice<R>& c,
+// c.out_unreduced). Shapes are padded to the plan rank R with 1s. The operands' steps run in
+// T, the local product writes C (T, or float for bfloat16 operands: einsum's
+// preferred_element), the result's steps run in C. One instantiation per (T, R, C), whatever
+// the mesh (a value, core/detail/mesh_value.hpp), compiled once in typeshard::runtime for the
+// common ones: the equation and the plan are values, so tests can run plans chosen at run
+// time.
+template <class T, std::size_t R, class C = T>
+std::vector<buffer<C>> run_einsum_on(const einsum_equation& eq, const einsum_choice<R>& c,
                                      backend& bk, std::span<const device_id> devices,
                                      const mesh_value& mv,
                                      const std::vector<std::span<const T>>& a_blocks,
@@ -72,28 +74,30 @@ std::vector<buffer<T>> run_einsum_on(const einsum_equation& eq, const einsum_cho
   using block = operand_block<T, R>;
   constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
   constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
-  constexpr auto res = static_cast<std::size_t>(step_operand::out);
   const einsum_shapes<R> sh{a_global, b_global, sizeof(T)};
   const shape<R> c_global = einsum_out_shape(eq, sh);
   const einsum_step_list<R> list = einsum_steps_of(mv, eq, c, sh);
+  const product_steps<R> steps = split_at_product(steps_span(list));
 
-  std::vector<buffer<T>> out(mv.size);
+  std::vector<buffer<C>> out(mv.size);
   bk.run(devices, [&](std::size_t p) {
     std::array<block, 4> x;
     x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
     x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
-    run_steps<T, R>(bk, mv, p, steps_span(list), std::span<block>(x), [&](std::span<block> ops) {
-      const shape<R> c_loc = local_shape_of(mv, c.local, c_global, p);
-      buffer<T> c0(host_tensor<T, R>::element_count(c_loc));
-      auto origin = [&](const block& b) {
-        const index_slices<R> want = index_of(mv, b.spec, b.global, p);
-        const index_slices<R> have = index_of(mv, b.held, b.global, p);
-        shape<R> o{};
-        for (std::size_t d = 0; d < R; ++d) o[d] = want[d].start - have[d].start;
-        return o;
+    run_steps<T, R>(bk, mv, p, steps.before, std::span<block>(x), [](auto) {});
+    const shape<R> c_loc = local_shape_of(mv, c.local, c_global, p);
+    buffer<C> c0(host_tensor<C, R>::element_count(c_loc));
+    {
+      // Where an operand's wanted block starts in the block it holds (a pending slice).
+      auto origin = [&](const block& o) {
+        const index_slices<R> want = index_of(mv, o.spec, o.global, p);
+        const index_slices<R> have = index_of(mv, o.held, o.global, p);
+        shape<R> s{};
+        for (std::size_t d = 0; d < R; ++d) s[d] = want[d].start - have[d].start;
+        return s;
       };
-      const block& a = ops[lhs];
-      const block& b = ops[rhs];
+      const block& a = x[lhs];
+      const block& b = x[rhs];
       const shape<R> a_want = local_shape_of(mv, a.spec, a.global, p);
       const shape<R> b_want = local_shape_of(mv, b.spec, b.global, p);
       // The product's multiply-adds: every letter's local extent once (lhs's letters, then
@@ -102,86 +106,21 @@ std::vector<buffer<T>> run_einsum_on(const einsum_equation& eq, const einsum_cho
       for (std::size_t r = 0; r < eq.rhs_rank; ++r)
         if (!eq.in_lhs(eq.rhs[r])) multiply_adds *= b_want[r];
       const backend::kernel_slot slot = bk.acquire_kernel_slot(multiply_adds);
-      local_einsum<T, R>(eq, a.data, local_shape_of(mv, a.held, a.global, p), origin(a), a_want,
-                         b.data, local_shape_of(mv, b.held, b.global, p), origin(b), b_want,
-                         c0.data(), c_loc);
-      ops[lhs] = block{};  // free the gathered operands before the output's collectives
-      ops[rhs] = block{};
-      ops[res] = block(nullptr, c.local, c_global);
-      ops[res].adopt(std::move(c0), c.local);
-    });
-    take_slices<T, R>(mv, p, x[res]);
-    out[p] = std::move(x[res].owned);
-  });
-  return out;
-}
-
-// run_einsum_on with a result of element type C (float) from operands of T (bfloat16): the
-// plan's steps up to its local product run on the operands in T, the product writes C, and
-// the steps after it (the result's collectives) run in C.
-template <class C, class T, std::size_t R>
-TYPESHARD_NOINLINE std::vector<buffer<C>> einsum_blocks_into(
-    const einsum_equation& eq, const einsum_choice<R>& c, backend& bk,
-    std::span<const device_id> devices, const mesh_value& mv, const std::vector<buffer<T>>& a,
-    const shape<R>& a_global, const std::vector<buffer<T>>& b, const shape<R>& b_global) {
-  using block = operand_block<T, R>;
-  constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
-  constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
-  const einsum_shapes<R> sh{a_global, b_global, sizeof(T)};
-  const shape<R> c_global = einsum_out_shape(eq, sh);
-  const einsum_step_list<R> list = einsum_steps_of(mv, eq, c, sh);
-  const std::span<const step<R>> steps = steps_span(list);
-  std::size_t gemm_at = 0;
-  while (gemm_at < steps.size() && steps[gemm_at].kind != step_kind::local_gemm) ++gemm_at;
-  for (std::size_t i = gemm_at + 1; i < steps.size(); ++i)
-    if (steps[i].operand != step_operand::out)
-      throw usage_error("typeshard: internal: an einsum plan's step after its product is not "
-                        "on the result");
-
-  std::vector<buffer<C>> out(mv.size);
-  bk.run(devices, [&](std::size_t p) {
-    std::array<block, 4> x;
-    x[lhs] = block(a[p].data(), c.lhs, a_global);
-    x[rhs] = block(b[p].data(), c.rhs, b_global);
-    run_steps<T, R>(bk, mv, p, steps.first(gemm_at), std::span<block>(x), [](auto) {});
-    const shape<R> c_loc = local_shape_of(mv, c.local, c_global, p);
-    buffer<C> c0(host_tensor<C, R>::element_count(c_loc));
-    {
-      auto origin = [&](const block& o) {
-        const index_slices<R> want = index_of(mv, o.spec, o.global, p);
-        const index_slices<R> have = index_of(mv, o.held, o.global, p);
-        shape<R> s{};
-        for (std::size_t d = 0; d < R; ++d) s[d] = want[d].start - have[d].start;
-        return s;
-      };
-      const block& la = x[lhs];
-      const block& lb = x[rhs];
-      const shape<R> a_want = local_shape_of(mv, la.spec, la.global, p);
-      const shape<R> b_want = local_shape_of(mv, lb.spec, lb.global, p);
-      std::size_t multiply_adds = host_tensor<T, R>::element_count(a_want);
-      for (std::size_t r = 0; r < eq.rhs_rank; ++r)
-        if (!eq.in_lhs(eq.rhs[r])) multiply_adds *= b_want[r];
-      const backend::kernel_slot slot = bk.acquire_kernel_slot(multiply_adds);
-      local_einsum<T, R, C>(eq, la.data, local_shape_of(mv, la.held, la.global, p), origin(la),
-                            a_want, lb.data, local_shape_of(mv, lb.held, lb.global, p),
-                            origin(lb), b_want, c0.data(), c_loc);
+      local_einsum<T, R, C>(eq, a.data, local_shape_of(mv, a.held, a.global, p), origin(a),
+                            a_want, b.data, local_shape_of(mv, b.held, b.global, p), origin(b),
+                            b_want, c0.data(), c_loc);
     }
-    x[lhs] = block{};
+    x[lhs] = block{};  // free the gathered operands before the result's collectives
     x[rhs] = block{};
-    operand_block<C, R> y(nullptr, c.local, c_global);
-    y.adopt(std::move(c0), c.local);
-    for (std::size_t i = gemm_at + 1; i < steps.size(); ++i)
-      run_step<C, R>(bk, mv, p, steps[i], y);
-    take_slices<C, R>(mv, p, y);
-    out[p] = std::move(y.owned);
+    out[p] = run_result_steps<C, R>(bk, mv, p, steps.after, std::move(c0), c.local, c_global);
   });
   return out;
 }
 
-// The same on two arrays' blocks: one instantiation per element type and rank, whatever
+// The same on two arrays' blocks: one instantiation per element types and rank, whatever
 // the meshes, specs and subscripts.
-template <class T, std::size_t R>
-TYPESHARD_NOINLINE std::vector<buffer<T>> einsum_blocks(
+template <class T, std::size_t R, class C = T>
+TYPESHARD_NOINLINE std::vector<buffer<C>> einsum_blocks(
     const einsum_equation& eq, const einsum_choice<R>& c, backend& bk,
     std::span<const device_id> devices, const mesh_value& mv, const std::vector<buffer<T>>& a,
     const shape<R>& a_global, const std::vector<buffer<T>>& b, const shape<R>& b_global) {
@@ -190,7 +129,8 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> einsum_blocks(
     a_blocks[p] = a[p].span();
     b_blocks[p] = b[p].span();
   }
-  return run_einsum_on<T, R>(eq, c, bk, devices, mv, a_blocks, a_global, b_blocks, b_global);
+  return run_einsum_on<T, R, C>(eq, c, bk, devices, mv, a_blocks, a_global, b_blocks,
+                                b_global);
 }
 
 #if defined(TYPESHARD_SEPARATE_COMPILATION)
@@ -282,67 +222,27 @@ shape<R> padded_shape(const shape<N>& s) {
 
 }  // namespace detail
 
-// einsum<Subscripts, OutSpec>(a, b): the contraction Subscripts names, sharded by OutSpec;
-// without OutSpec, sharded (and possibly unreduced) as the plan's rules give.
-template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
-          sharded_array_type B>
-  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-auto einsum(const A& a, const B& b) {
-  if constexpr (!detail::check_operand_types<A, B, diagnostic::einsum_meshes_differ,
-                                              diagnostic::einsum_element_types_differ>()) {
-    return a;  // the diagnostic fired; stop here so nothing cascades
-  } else {
-    using plan = einsum_plan_for<Subscripts, A, B, OutSpec>;
-    if constexpr (!plan::valid) {
-      return a;  // the plan's diagnostic fired
-    } else {
-      using T = typename A::value_type;
-      using Mesh = typename A::mesh_type;
-      constexpr std::size_t R = plan::rank;
-      constexpr std::size_t OR = plan::result_rank;
-      constexpr detail::einsum_equation eq = detail::equation_of<Subscripts>;
-      using result = sharded_array<
-          T, Mesh, typename plan::out_spec,
-          typename detail::einsum_out_extents<Subscripts, typename A::extents_type,
-                                              typename B::extents_type>::type,
-          typename plan::out_unreduced>;
-      detail::check_einsum_operands<Subscripts>(a, b);
-      const shape<R> ag = detail::padded_shape<R>(a.extents());
-      const shape<R> bg = detail::padded_shape<R>(b.extents());
-      const shape<R> cg = detail::einsum_out_shape(eq, detail::einsum_shapes<R>{ag, bg, sizeof(T)});
-      shape<OR> c_global{};
-      for (std::size_t d = 0; d < OR; ++d) c_global[d] = cg[d];
-      const device_mesh<Mesh>& m = a.device_mesh();
-      return result(adopt_shards, m, c_global,
-                    detail::einsum_blocks<T, R>(eq, plan::choice, m.get_backend(),
-                                                std::span<const device_id>(m.devices()),
-                                                detail::mesh_value_of<Mesh>(),
-                                                *a.shared_shards(), ag, *b.shared_shards(),
-                                                bg));
-    }
-  }
-}
-
-// einsum<Subscripts, OutSpec>(a, b, preferred_element<U>): the same contraction with result
-// element type U: the operands' own, or float for bfloat16 operands.
+// einsum<Subscripts, OutSpec>(a, b, preferred_element<U>): the contraction Subscripts names,
+// sharded by OutSpec (without OutSpec, sharded and possibly unreduced as the plan's rules
+// give), of element type U: the operands' own, or float for bfloat16 operands (JAX's
+// preferred_element_type).
 template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
           sharded_array_type B, class U>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-auto einsum(const A& a, const B& b, preferred_element_t<U>) {
+[[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U>) {
   using T = typename A::value_type;
-  if constexpr (std::is_same_v<T, U>) {
-    return einsum<Subscripts, OutSpec>(a, b);
-  } else if constexpr (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>) {
+  if constexpr (!std::is_same_v<T, U> &&
+                (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>)) {
     static_assert(
         detail::require<false, diagnostic::einsum_preferred_element_unsupported<T, U>>::value);
     return a;  // the diagnostic fired
   } else if constexpr (!detail::check_operand_types<A, B, diagnostic::einsum_meshes_differ,
                                                      diagnostic::einsum_element_types_differ>()) {
-    return a;
+    return a;  // the diagnostic fired; stop here so nothing cascades
   } else {
     using plan = einsum_plan_for<Subscripts, A, B, OutSpec>;
     if constexpr (!plan::valid) {
-      return a;
+      return a;  // the plan's diagnostic fired
     } else {
       using Mesh = typename A::mesh_type;
       constexpr std::size_t R = plan::rank;
@@ -356,17 +256,26 @@ auto einsum(const A& a, const B& b, preferred_element_t<U>) {
       detail::check_einsum_operands<Subscripts>(a, b);
       const shape<R> ag = detail::padded_shape<R>(a.extents());
       const shape<R> bg = detail::padded_shape<R>(b.extents());
-      const shape<R> cg = detail::einsum_out_shape(eq, detail::einsum_shapes<R>{ag, bg, sizeof(T)});
+      const shape<R> cg =
+          detail::einsum_out_shape(eq, detail::einsum_shapes<R>{ag, bg, sizeof(T)});
       shape<OR> c_global{};
       for (std::size_t d = 0; d < OR; ++d) c_global[d] = cg[d];
       const device_mesh<Mesh>& m = a.device_mesh();
       return result(adopt_shards, m, c_global,
-                    detail::einsum_blocks_into<U, T, R>(
+                    detail::einsum_blocks<T, R, U>(
                         eq, plan::choice, m.get_backend(), std::span<const device_id>(m.devices()),
                         detail::mesh_value_of<Mesh>(), *a.shared_shards(), ag,
                         *b.shared_shards(), bg));
     }
   }
+}
+
+// einsum<Subscripts, OutSpec>(a, b): the same, of the operands' element type.
+template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
+          sharded_array_type B>
+  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+[[nodiscard]] auto einsum(const A& a, const B& b) {
+  return einsum<Subscripts, OutSpec>(a, b, preferred_element<typename A::value_type>);
 }
 
 }  // namespace typeshard

@@ -134,13 +134,14 @@ void local_matmul(const mesh_value& mv, std::size_t p, operand_block<T, Rank>& a
 // Runs a matmul plan on the devices of a mesh (`devices`, by mesh position, on backend `bk`):
 // returns the result's blocks by mesh position (laid out by c.out, unreduced over
 // c.out_unreduced). The steps are matmul_steps_of's for these extents (what
-// matmul_plan::steps lists), run by the one executor. One instantiation per (T, Rank),
-// whatever the mesh (a value, core/detail/mesh_value.hpp), compiled once in
-// typeshard::runtime for the common ones: the plan is a value, so tests can run plans chosen
-// at run time. a_blocks[p] / b_blocks[p]: the operands' blocks at position p, sharded by
-// c.lhs / c.rhs.
-template <class T, std::size_t Rank>
-std::vector<buffer<T>> run_matmul_on(const matmul_choice<Rank>& c, backend& bk,
+// matmul_plan::steps lists), run by the one executor: the operands' steps in T, the GEMM
+// writing C (T, or float for bfloat16 operands: matmul's preferred_element), the result's
+// steps in C. One instantiation per (T, Rank, C), whatever the mesh (a value,
+// core/detail/mesh_value.hpp), compiled once in typeshard::runtime for the common ones: the
+// plan is a value, so tests can run plans chosen at run time. a_blocks[p] / b_blocks[p]: the
+// operands' blocks at position p, sharded by c.lhs / c.rhs.
+template <class T, std::size_t Rank, class C = T>
+std::vector<buffer<C>> run_matmul_on(const matmul_choice<Rank>& c, backend& bk,
                                      std::span<const device_id> devices, const mesh_value& mv,
                                      const std::vector<std::span<const T>>& a_blocks,
                                      const shape<Rank>& a_global,
@@ -150,67 +151,18 @@ std::vector<buffer<T>> run_matmul_on(const matmul_choice<Rank>& c, backend& bk,
   using block = operand_block<T, Rank>;
   constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
   constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
-  constexpr auto res = static_cast<std::size_t>(step_operand::out);
   shape<Rank> c_global = a_global;
   c_global[D::out_k] = b_global[D::rhs_k];
   const matmul_step_list<Rank> list =
       matmul_steps_of(mv, c, matmul_shapes<Rank>{a_global, b_global, sizeof(T)});
-
-  std::vector<buffer<T>> out(mv.size);
-  bk.run(devices, [&](std::size_t p) {
-    std::array<block, 4> x;
-    x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
-    x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
-    run_steps<T, Rank>(bk, mv, p, steps_span(list), std::span<block>(x),
-                       [&](std::span<block> ops) {
-                         const shape<Rank> c_loc = local_shape_of(mv, c.local, c_global, p);
-                         const std::size_t c_count = host_tensor<T, Rank>::element_count(c_loc);
-                         buffer<T> c0(c_count);
-                         const std::size_t k =
-                             local_shape_of(mv, ops[lhs].spec, a_global, p)[D::lhs_j];
-                         const backend::kernel_slot slot = bk.acquire_kernel_slot(c_count * k);
-                         local_matmul<T, Rank>(mv, p, ops[lhs], ops[rhs], c0.data(), c_loc);
-                         ops[lhs] = block{};  // free the gathered operands before the
-                         ops[rhs] = block{};  // output's collectives
-                         ops[res] = block(nullptr, c.local, c_global);
-                         ops[res].adopt(std::move(c0), c.local);
-                       });
-    take_slices<T, Rank>(mv, p, x[res]);
-    out[p] = std::move(x[res].owned);
-  });
-  return out;
-}
-
-// run_matmul_on with a result of element type C (float) from operands of T (bfloat16): the
-// plan's steps up to its local GEMM run on the operands in T, the GEMM writes C, and the
-// steps after it (the result's collectives) run in C.
-template <class C, class T, std::size_t Rank>
-TYPESHARD_NOINLINE std::vector<buffer<C>> matmul_blocks_into(
-    const matmul_choice<Rank>& c, backend& bk, std::span<const device_id> devices,
-    const mesh_value& mv, const std::vector<buffer<T>>& a, const shape<Rank>& a_global,
-    const std::vector<buffer<T>>& b, const shape<Rank>& b_global) {
-  using D = matmul_dims<Rank>;
-  using block = operand_block<T, Rank>;
-  constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
-  constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
-  shape<Rank> c_global = a_global;
-  c_global[D::out_k] = b_global[D::rhs_k];
-  const matmul_step_list<Rank> list =
-      matmul_steps_of(mv, c, matmul_shapes<Rank>{a_global, b_global, sizeof(T)});
-  const std::span<const step<Rank>> steps = steps_span(list);
-  std::size_t gemm_at = 0;
-  while (gemm_at < steps.size() && steps[gemm_at].kind != step_kind::local_gemm) ++gemm_at;
-  for (std::size_t i = gemm_at + 1; i < steps.size(); ++i)
-    if (steps[i].operand != step_operand::out)
-      throw usage_error("typeshard: internal: a matmul plan's step after its GEMM is not on "
-                        "the result");
+  const product_steps<Rank> steps = split_at_product(steps_span(list));
 
   std::vector<buffer<C>> out(mv.size);
   bk.run(devices, [&](std::size_t p) {
     std::array<block, 4> x;
-    x[lhs] = block(a[p].data(), c.lhs, a_global);
-    x[rhs] = block(b[p].data(), c.rhs, b_global);
-    run_steps<T, Rank>(bk, mv, p, steps.first(gemm_at), std::span<block>(x), [](auto) {});
+    x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
+    x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
+    run_steps<T, Rank>(bk, mv, p, steps.before, std::span<block>(x), [](auto) {});
     const shape<Rank> c_loc = local_shape_of(mv, c.local, c_global, p);
     const std::size_t c_count = host_tensor<C, Rank>::element_count(c_loc);
     buffer<C> c0(c_count);
@@ -219,22 +171,17 @@ TYPESHARD_NOINLINE std::vector<buffer<C>> matmul_blocks_into(
       const backend::kernel_slot slot = bk.acquire_kernel_slot(c_count * k);
       local_matmul<T, Rank, C>(mv, p, x[lhs], x[rhs], c0.data(), c_loc);
     }
-    x[lhs] = block{};
+    x[lhs] = block{};  // free the gathered operands before the result's collectives
     x[rhs] = block{};
-    operand_block<C, Rank> y(nullptr, c.local, c_global);
-    y.adopt(std::move(c0), c.local);
-    for (std::size_t i = gemm_at + 1; i < steps.size(); ++i)
-      run_step<C, Rank>(bk, mv, p, steps[i], y);
-    take_slices<C, Rank>(mv, p, y);
-    out[p] = std::move(y.owned);
+    out[p] = run_result_steps<C, Rank>(bk, mv, p, steps.after, std::move(c0), c.local, c_global);
   });
   return out;
 }
 
-// A matmul's run on two arrays' blocks, on values: one instantiation per element type and
+// A matmul's run on two arrays' blocks, on values: one instantiation per element types and
 // rank, whatever the meshes, specs and plans (the plan's choice is a value too).
-template <class T, std::size_t R>
-TYPESHARD_NOINLINE std::vector<buffer<T>> matmul_blocks(
+template <class T, std::size_t R, class C = T>
+TYPESHARD_NOINLINE std::vector<buffer<C>> matmul_blocks(
     const matmul_choice<R>& c, backend& bk, std::span<const device_id> devices,
     const mesh_value& mv, const std::vector<buffer<T>>& a, const shape<R>& a_global,
     const std::vector<buffer<T>>& b, const shape<R>& b_global) {
@@ -243,7 +190,7 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> matmul_blocks(
     a_blocks[p] = a[p].span();
     b_blocks[p] = b[p].span();
   }
-  return run_matmul_on<T, R>(c, bk, devices, mv, a_blocks, a_global, b_blocks, b_global);
+  return run_matmul_on<T, R, C>(c, bk, devices, mv, a_blocks, a_global, b_blocks, b_global);
 }
 
 #if defined(TYPESHARD_SEPARATE_COMPILATION)
@@ -325,60 +272,26 @@ struct matmul_out_extents<LE, RE, std::index_sequence<D...>> {
 
 }  // namespace detail
 
-// matmul<OutSpec>(a, b): a . b over the last two dimensions, sharded by OutSpec; without
-// OutSpec, sharded (and possibly unreduced) as the plan's rules give.
-template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B>
-  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-auto matmul(const A& a, const B& b) {
-  if constexpr (!detail::check_operand_types<A, B, diagnostic::matmul_meshes_differ,
-                                              diagnostic::matmul_element_types_differ>()) {
-    return a;  // the diagnostic fired; stop here so nothing cascades
-  } else {
-    using plan = matmul_plan_for<A, B, OutSpec>;
-    if constexpr (!plan::valid) {
-      return a;  // the plan's diagnostic fired
-    } else {
-      using T = typename A::value_type;
-      using Mesh = typename A::mesh_type;
-      constexpr std::size_t R = A::rank;
-      using result = sharded_array<
-          T, Mesh, typename plan::out_spec,
-          typename detail::matmul_out_extents<typename A::extents_type,
-                                              typename B::extents_type>::type,
-          typename plan::out_unreduced>;
-      detail::check_matmul_operands(a, b);
-      shape<R> c_global = a.extents();
-      c_global[R - 1] = b.extent(R - 1);
-      const device_mesh<Mesh>& m = a.device_mesh();
-      return result(adopt_shards, m, c_global,
-                    detail::matmul_blocks<T, R>(plan::choice, m.get_backend(),
-                                                std::span<const device_id>(m.devices()),
-                                                detail::mesh_value_of<Mesh>(),
-                                                *a.shared_shards(), a.extents(),
-                                                *b.shared_shards(), b.extents()));
-    }
-  }
-}
-
-// matmul<OutSpec>(a, b, preferred_element<U>): the same product with result element type U:
-// the operands' own, or float for bfloat16 operands.
+// matmul<OutSpec>(a, b, preferred_element<U>): a . b over the last two dimensions, sharded
+// by OutSpec (without OutSpec, sharded and possibly unreduced as the plan's rules give), of
+// element type U: the operands' own, or float for bfloat16 operands (JAX's
+// preferred_element_type: float sums either way, rounded once).
 template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B, class U>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-auto matmul(const A& a, const B& b, preferred_element_t<U>) {
+[[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U>) {
   using T = typename A::value_type;
-  if constexpr (std::is_same_v<T, U>) {
-    return matmul<OutSpec>(a, b);
-  } else if constexpr (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>) {
+  if constexpr (!std::is_same_v<T, U> &&
+                (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>)) {
     static_assert(
         detail::require<false, diagnostic::matmul_preferred_element_unsupported<T, U>>::value);
     return a;  // the diagnostic fired
   } else if constexpr (!detail::check_operand_types<A, B, diagnostic::matmul_meshes_differ,
                                                      diagnostic::matmul_element_types_differ>()) {
-    return a;
+    return a;  // the diagnostic fired; stop here so nothing cascades
   } else {
     using plan = matmul_plan_for<A, B, OutSpec>;
     if constexpr (!plan::valid) {
-      return a;
+      return a;  // the plan's diagnostic fired
     } else {
       using Mesh = typename A::mesh_type;
       constexpr std::size_t R = A::rank;
@@ -392,12 +305,19 @@ auto matmul(const A& a, const B& b, preferred_element_t<U>) {
       c_global[R - 1] = b.extent(R - 1);
       const device_mesh<Mesh>& m = a.device_mesh();
       return result(adopt_shards, m, c_global,
-                    detail::matmul_blocks_into<U, T, R>(
+                    detail::matmul_blocks<T, R, U>(
                         plan::choice, m.get_backend(), std::span<const device_id>(m.devices()),
                         detail::mesh_value_of<Mesh>(), *a.shared_shards(), a.extents(),
                         *b.shared_shards(), b.extents()));
     }
   }
+}
+
+// matmul<OutSpec>(a, b): the same, of the operands' element type.
+template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B>
+  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+[[nodiscard]] auto matmul(const A& a, const B& b) {
+  return matmul<OutSpec>(a, b, preferred_element<typename A::value_type>);
 }
 
 }  // namespace typeshard

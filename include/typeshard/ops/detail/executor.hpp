@@ -25,6 +25,7 @@
 #include "../../backend/backend.hpp"
 #include "../../core/detail/mesh_group.hpp"
 #include "../../core/detail/mesh_value.hpp"
+#include "../../core/errors.hpp"
 #include "../../core/layout.hpp"
 #include "../../detail/buffer.hpp"
 #include "../../plan/reshard_plan.hpp"
@@ -144,6 +145,36 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
       run_step<T, Rank>(b, m, p, s, operands[static_cast<std::size_t>(s.operand)]);
     }
   }
+}
+
+// A contraction's steps split at its local product: the operands' steps before it, the
+// result's after it (the planners put only steps on the result after the product).
+template <std::size_t Rank>
+struct product_steps {
+  std::span<const step<Rank>> before, after;
+};
+template <std::size_t Rank>
+product_steps<Rank> split_at_product(std::span<const step<Rank>> steps) {
+  std::size_t at = 0;
+  while (at < steps.size() && steps[at].kind != step_kind::local_gemm) ++at;
+  for (std::size_t i = at + 1; i < steps.size(); ++i)
+    if (steps[i].operand != step_operand::out)
+      throw usage_error("typeshard: internal: a contraction plan's step after its product is "
+                        "not on the result");
+  return {steps.first(at), at < steps.size() ? steps.subspan(at + 1) : steps.last(0)};
+}
+
+// Runs the result's steps (`after` a product) on position p's product block c0, laid out by
+// `local`; returns p's block of the result.
+template <class C, std::size_t Rank>
+buffer<C> run_result_steps(backend& b, const mesh_value& m, std::size_t p,
+                           std::span<const step<Rank>> after, buffer<C> c0,
+                           const spec_array<Rank>& local, const shape<Rank>& global) {
+  operand_block<C, Rank> y(nullptr, local, global);
+  y.adopt(std::move(c0), local);
+  for (const step<Rank>& s : after) run_step<C, Rank>(b, m, p, s, y);
+  take_slices<C, Rank>(m, p, y);
+  return std::move(y.owned);
 }
 
 // Runs the steps of one array (a reshard) on the block of mesh position p (shape from
