@@ -1,0 +1,62 @@
+// typeshard/ops/functions.hpp: the functions models use, on global arrays and on blocks inside
+// ts::shard_map (the same functions of kernels/functors.hpp in both; on traced values in
+// ops/detail/traced_functions.hpp, each with its gradient).
+//
+//   auto a = ts::sigmoid(x);            // 1 / (1 + exp(-x)), no overflow for large |x|
+//   auto g = ts::gelu(x);               // tanh approximation (jax.nn.gelu's default)
+//   auto e = ts::gelu(x, false);        // exact: x Phi(x), with erf
+//   auto s = ts::softplus(x);           // log(1 + exp(x)), no overflow
+//   auto r = ts::rsqrt(v + 1e-5f);      // 1 / sqrt(v)
+//   auto p = ts::pow(x, 3.0f);          // x^3; ts::pow(x, y) elementwise, broadcast (rule 5)
+//   auto c = ts::clip(x, -1.0f, 1.0f);  // jnp.clip: min(max(x, lo), hi)
+//
+// Each keeps its operand's spec and extents and communicates nothing. None is linear, so an
+// unreduced array does not compile (rule 3: reduce it first).
+#pragma once
+
+#include <type_traits>
+
+#include "../kernels/functors.hpp"
+#include "elementwise.hpp"
+
+namespace typeshard {
+
+// sigmoid(x), softplus(x), rsqrt(x): ts::map with the function of kernels/functors.hpp.
+template <elementwise_operand A>
+[[nodiscard]] auto sigmoid(const A& a) {
+  return map(a, fn::sigmoid);
+}
+template <elementwise_operand A>
+[[nodiscard]] auto softplus(const A& a) {
+  return map(a, fn::softplus);
+}
+template <elementwise_operand A>
+[[nodiscard]] auto rsqrt(const A& a) {
+  return map(a, fn::rsqrt);
+}
+
+// gelu(x, approximate): the tanh approximation (approximate, the default, as jax.nn.gelu) or
+// the exact x Phi(x) (PyTorch's default, approximate=False).
+template <elementwise_operand A>
+[[nodiscard]] auto gelu(const A& a, bool approximate = true) {
+  return approximate ? map(a, fn::gelu_tanh) : map(a, fn::gelu_erf);
+}
+
+// pow(x, p): x^p with a scalar exponent; pow(x, y): elementwise, broadcast (rule 5).
+template <elementwise_operand A>
+[[nodiscard]] auto pow(const A& a, detail::scalar_of<A> p) {
+  return map(a, fn::with_scalar{fn::pow, p});
+}
+template <elementwise_operand A, elementwise_operand B>
+  requires same_operand_kind<A, B>
+[[nodiscard]] auto pow(const A& a, const B& b) {
+  return detail::zip_op<false>(a, b, fn::pow, "pow");
+}
+
+// clip(x, lo, hi): min(max(x, lo), hi), as jnp.clip (a NaN stays NaN).
+template <elementwise_operand A>
+[[nodiscard]] auto clip(const A& a, detail::scalar_of<A> lo, detail::scalar_of<A> hi) {
+  return map(a, fn::clip_t<detail::scalar_of<A>>{lo, hi});
+}
+
+}  // namespace typeshard
