@@ -218,7 +218,7 @@ auto reduce_block_local(const B& b) {
   constexpr std::array<bool, Rank> mask = reduced_mask<Rank, Dims...>();
   constexpr std::size_t kept = [] {
     std::size_t n = 0;
-    for (bool m : mask) n += !m;
+    for (bool m : reduced_mask<Rank, Dims...>()) n += !m;
     return n;
   }();
   constexpr std::size_t OutRank = KeepDims ? Rank : (kept == 0 ? 1 : kept);
