@@ -19,6 +19,7 @@
 #include "ops/einsum.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/functions.hpp"
+#include "ops/indices.hpp"
 #include "ops/grad.hpp"
 #include "ops/traced.hpp"
 #include "core/errors.hpp"

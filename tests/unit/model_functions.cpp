@@ -89,7 +89,8 @@ void forward_cases(const ts::device_mesh<Mesh>& m, unsigned seed) {
     check_zip("<=", x <= y, hx, hy, [](double a, double b) { return a <= b ? 1.0 : 0.0; });
     check_zip(">", x > y, hx, hy, [](double a, double b) { return a > b ? 1.0 : 0.0; });
     check_zip(">=", x >= y, hx, hy, [](double a, double b) { return a >= b ? 1.0 : 0.0; });
-    check_zip("equal", ts::equal(x, y), hx, hy, [](double a, double b) { return a == b ? 1.0 : 0.0; });
+    check_zip("equal", ts::equal(x, y), hx, hy,
+              [](double a, double b) { return a == b ? 1.0 : 0.0; });
     check_zip("not_equal", ts::not_equal(x, y), hx, hy,
               [](double a, double b) { return a != b ? 1.0 : 0.0; });
     check_map("s < x", 0.0 < x, hx, [](double v) { return 0 < v ? 1.0 : 0.0; });

@@ -244,7 +244,8 @@ auto reduce_block_local(const B& b) {
         out[j++] = b.extent(d);
     }
     if constexpr (!KeepDims && kept == 0) out[0] = 1;
-    return result(b.context(), out, local_reduce<T, Rank>(Op, b.values(), b.extents(), mask, count));
+    return result(b.context(), out,
+                  local_reduce<T, Rank>(Op, b.values(), b.extents(), mask, count));
   }
 }
 

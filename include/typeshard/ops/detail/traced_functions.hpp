@@ -1,6 +1,7 @@
-// typeshard/ops/detail/traced_functions.hpp: sigmoid, softplus, gelu, rsqrt, pow, clip,
-// the comparisons and ts::where on traced values (see ops/traced.hpp), each with its
-// gradient; a comparison gives a plain mask (no gradient flows through it).
+// typeshard/ops/detail/traced_functions.hpp: sigmoid, softplus, gelu, rsqrt, pow, clip, argmax,
+// argmin, the comparisons and ts::where on traced values (see ops/traced.hpp), each with its
+// gradient; a comparison gives a plain mask and argmax / argmin a plain index (no gradient
+// flows through them).
 #pragma once
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "../../kernels/functors.hpp"
 #include "../elementwise.hpp"
 #include "../functions.hpp"
+#include "../indices.hpp"
 #include "../where.hpp"
 #include "traced_value.hpp"
 
@@ -146,6 +148,25 @@ TYPESHARD_TRACED_COMPARISON_OPERATOR(<=, less_equal)
 TYPESHARD_TRACED_COMPARISON_OPERATOR(>, greater)
 TYPESHARD_TRACED_COMPARISON_OPERATOR(>=, greater_equal)
 #undef TYPESHARD_TRACED_COMPARISON_OPERATOR
+
+// ---- argmax, argmin: the index of the forward value (no gradient) --------------------------
+
+template <int Dim, traced_type X>
+[[nodiscard]] auto argmax(const X& x) {
+  return typeshard::argmax<Dim>(x.value());
+}
+template <int Dim, traced_type X>
+[[nodiscard]] auto argmax(const X& x, keep_dims_t) {
+  return typeshard::argmax<Dim>(x.value(), keep_dims);
+}
+template <int Dim, traced_type X>
+[[nodiscard]] auto argmin(const X& x) {
+  return typeshard::argmin<Dim>(x.value());
+}
+template <int Dim, traced_type X>
+[[nodiscard]] auto argmin(const X& x, keep_dims_t) {
+  return typeshard::argmin<Dim>(x.value(), keep_dims);
+}
 
 // ---- where: the cotangent routed to a where the mask holds, to b elsewhere -----------------
 // The mask: a plain array (or a traced value, read as its forward value; no gradient).
