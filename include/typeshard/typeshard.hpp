@@ -39,6 +39,7 @@
 #include "plan/reshard_plan.hpp"
 #include "ops/shard_map.hpp"
 #include "ops/softmax.hpp"
+#include "ops/take.hpp"
 #include "ops/where.hpp"
 #include "plan/softmax_plan.hpp"
 #include "array/sharded_array.hpp"

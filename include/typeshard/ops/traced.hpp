@@ -10,7 +10,7 @@
 // plan, the same collectives) and records the op's backward on the tape. Plain arrays mix
 // with traced values in every binary op; they get no gradient. The ops on traced values:
 // ts::einsum, ts::matmul (the "...ij,...jk->...ik" einsum), + - * / with broadcasting and
-// scalars, unary -, exp log tanh relu sin cos sqrt, sigmoid softplus gelu rsqrt pow clip,
+// scalars, unary -, exp log tanh relu sin cos sqrt, sigmoid softplus gelu rsqrt pow clip, take,
 // ts::where (comparisons give a plain mask, argmax and argmin a plain index), ts::sum and
 // ts::mean (Dims, keep_dims, an output spec), ts::softmax and ts::log_softmax, ts::reshard,
 // ts::psum, ts::permute, ts::transpose (permute<1, 0>), ts::split_dim, ts::merge_dims.

@@ -1,7 +1,7 @@
 // typeshard/ops/detail/traced_functions.hpp: sigmoid, softplus, gelu, rsqrt, pow, clip, argmax,
-// argmin, the comparisons and ts::where on traced values (see ops/traced.hpp), each with its
-// gradient; a comparison gives a plain mask and argmax / argmin a plain index (no gradient
-// flows through them).
+// argmin, the comparisons, ts::take and ts::where on traced values (see ops/traced.hpp), each
+// with its gradient; a comparison gives a plain mask and argmax / argmin a plain index (no
+// gradient flows through them).
 #pragma once
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "../elementwise.hpp"
 #include "../functions.hpp"
 #include "../indices.hpp"
+#include "../take.hpp"
 #include "../where.hpp"
 #include "traced_value.hpp"
 
@@ -166,6 +167,26 @@ template <int Dim, traced_type X>
 template <int Dim, traced_type X>
 [[nodiscard]] auto argmin(const X& x, keep_dims_t) {
   return typeshard::argmin<Dim>(x.value(), keep_dims);
+}
+
+// ---- take: the cotangent's rows added into the table's rows of the ids -------------------
+
+namespace detail {
+inline std::string describe_take() {
+  return "take backward: the cotangent's rows added into the rows of the ids (scatter-add), "
+         "each device into its block of the table, unreduced over the ids' axes; then "
+         "resharded to the table's spec (local, no communication before that reshard)";
+}
+}  // namespace detail
+
+template <traced_type Table, sharded_array_type Ids>
+  requires std::is_integral_v<typename Ids::value_type>
+[[nodiscard]] auto take(const Table& table, const Ids& ids) {
+  using TV = typename Table::array_type;
+  return detail::record(
+      typeshard::take(table.value(), ids), table,
+      [ids, e = table.extents()](const auto& g) { return detail::take_scatter<TV>(g, ids, e); },
+      &detail::describe_take);
 }
 
 // ---- where: the cotangent routed to a where the mask holds, to b elsewhere -----------------
