@@ -157,6 +157,34 @@ TEST_CASE("model functions: float stays finite at large |x|, NaN passes", "[ops]
                          .data()[0]));
 }
 
+}  // namespace
+
+// A program's own helpers of the same names stay callable unqualified: ts::gelu, ts::sigmoid,
+// ts::where and ts::take are function objects, which argument-dependent lookup never finds.
+namespace user_code {
+template <class H>
+auto gelu(const H& h) {
+  return h * 0.5;
+}
+template <class M, class A, class B>
+int where(const M&, const A&, const B&) {
+  return 7;
+}
+}  // namespace user_code
+
+namespace {
+
+TEST_CASE("model functions: a program's own gelu and where helpers are not ambiguous", "[ops]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_2x2> m{devices};
+  const auto x = ts::device_put<ts::spec<"x">>(m, random_tensor(ts::shape<1>{4}, 3));
+  using namespace user_code;
+  const auto y = gelu(x);  // user_code::gelu
+  CHECK(close(ts::to_host(y).data()[1], random_tensor(ts::shape<1>{4}, 3).data()[1] * 0.5,
+              1e-15));
+  CHECK(where(x, x, x) == 7);
+}
+
 // ---- gradients -----------------------------------------------------------------------------
 
 // Every function in one loss (clip's kinks and where's switch points are away from the

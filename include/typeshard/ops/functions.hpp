@@ -21,26 +21,61 @@
 
 namespace typeshard {
 
+// sigmoid, softplus, rsqrt, gelu and clip are function objects, as ts::transpose is:
+// argument-dependent lookup never finds them, so a program's own unqualified gelu(h) helper
+// (a common name) keeps calling that helper. Their forms on values traced by
+// ts::value_and_grad (ops/detail/traced_functions.hpp) are found through the traced_* hooks,
+// by argument-dependent lookup on the traced type.
+
 // sigmoid(x), softplus(x), rsqrt(x): ts::map with the function of kernels/functors.hpp.
-template <elementwise_operand A>
-[[nodiscard]] auto sigmoid(const A& a) {
-  return map(a, fn::sigmoid);
-}
-template <elementwise_operand A>
-[[nodiscard]] auto softplus(const A& a) {
-  return map(a, fn::softplus);
-}
-template <elementwise_operand A>
-[[nodiscard]] auto rsqrt(const A& a) {
-  return map(a, fn::rsqrt);
-}
+#define TYPESHARD_FUNCTION_OBJECT(name)                                                      \
+  struct name##_t {                                                                         \
+    template <elementwise_operand A>                                                        \
+    [[nodiscard]] auto operator()(const A& a) const {                                       \
+      return map(a, fn::name);                                                              \
+    }                                                                                       \
+    template <class X>                                                                      \
+      requires requires(const X& x) { traced_##name(x); }                                   \
+    [[nodiscard]] auto operator()(const X& x) const {                                       \
+      return traced_##name(x);                                                              \
+    }                                                                                       \
+  };                                                                                        \
+  inline constexpr name##_t name {}
+TYPESHARD_FUNCTION_OBJECT(sigmoid);
+TYPESHARD_FUNCTION_OBJECT(softplus);
+TYPESHARD_FUNCTION_OBJECT(rsqrt);
+#undef TYPESHARD_FUNCTION_OBJECT
 
 // gelu(x, approximate): the tanh approximation (approximate, the default, as jax.nn.gelu) or
 // the exact x Phi(x) (PyTorch's default, approximate=False).
-template <elementwise_operand A>
-[[nodiscard]] auto gelu(const A& a, bool approximate = true) {
-  return approximate ? map(a, fn::gelu_tanh) : map(a, fn::gelu_erf);
-}
+struct gelu_t {
+  template <elementwise_operand A>
+  [[nodiscard]] auto operator()(const A& a, bool approximate = true) const {
+    return approximate ? map(a, fn::gelu_tanh) : map(a, fn::gelu_erf);
+  }
+  template <class X>
+    requires requires(const X& x) { traced_gelu(x, true); }
+  [[nodiscard]] auto operator()(const X& x, bool approximate = true) const {
+    return traced_gelu(x, approximate);
+  }
+};
+inline constexpr gelu_t gelu{};
+
+// clip(x, lo, hi): min(max(x, lo), hi), as jnp.clip (a NaN stays NaN).
+struct clip_t {
+  template <elementwise_operand A>
+  [[nodiscard]] auto operator()(const A& a, detail::scalar_of<A> lo,
+                                detail::scalar_of<A> hi) const {
+    return map(a, fn::clip_t<detail::scalar_of<A>>{lo, hi});
+  }
+  template <class X>
+    requires requires(const X& x, typename X::value_type v) { traced_clip(x, v, v); }
+  [[nodiscard]] auto operator()(const X& x, typename X::value_type lo,
+                                typename X::value_type hi) const {
+    return traced_clip(x, lo, hi);
+  }
+};
+inline constexpr clip_t clip{};
 
 // pow(x, p): x^p with a scalar exponent; pow(x, y): elementwise, broadcast (rule 5).
 template <elementwise_operand A>
@@ -53,10 +88,5 @@ template <elementwise_operand A, elementwise_operand B>
   return detail::zip_op<false>(a, b, fn::pow, "pow");
 }
 
-// clip(x, lo, hi): min(max(x, lo), hi), as jnp.clip (a NaN stays NaN).
-template <elementwise_operand A>
-[[nodiscard]] auto clip(const A& a, detail::scalar_of<A> lo, detail::scalar_of<A> hi) {
-  return map(a, fn::clip_t<detail::scalar_of<A>>{lo, hi});
-}
 
 }  // namespace typeshard

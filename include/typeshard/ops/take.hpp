@@ -193,40 +193,59 @@ auto take_scatter(const G& g, const Ids& ids, const shape<2>& table_extents) {
 
 }  // namespace detail
 
-// take(table, ids): rows of `table` ([V, D]) at the integer `ids` ([B...]): [B..., D].
-template <sharded_array_type Table, sharded_array_type Ids>
-  requires std::is_integral_v<typename Ids::value_type>
-[[nodiscard]] auto take(const Table& table, const Ids& ids) {
-  using types = detail::take_types<Table, Ids>;
+namespace detail {
+template <class Table, class Ids>
+auto take_arrays(const Table& table, const Ids& ids) {
+  using types = take_types<Table, Ids>;
   using result = typename types::result;
   using Mesh = typename Table::mesh_type;
   if constexpr (Table::rank != 2) {
-    static_assert(detail::require<false, diagnostic::take_table_not_rank_2<Table::rank>>::value);
+    static_assert(require<false, diagnostic::take_table_not_rank_2<Table::rank>>::value);
     return table;
   } else if constexpr (!types::valid) {
-    static_assert(detail::require<false, diagnostic::take_axes_shared<
-                                             typename Table::spec, typename Ids::spec>>::value);
+    static_assert(require<false, diagnostic::take_axes_shared<typename Table::spec,
+                                                               typename Ids::spec>>::value);
     // A replicated array of the result's rank (its spec would be invalid): one error only.
-    return detail::after_diagnostic<typename Table::value_type, Mesh, spec<>, Ids::rank + 1>(
+    return after_diagnostic<typename Table::value_type, Mesh, spec<>, Ids::rank + 1>(
         table.device_mesh());
   } else if constexpr (!Table::unreduced_type::empty || !Ids::unreduced_type::empty) {
-    static_assert(detail::require<false, diagnostic::nonlinear_op_on_unreduced<
-                                             typename Table::unreduced_type>>::value);
+    static_assert(require<false, diagnostic::nonlinear_op_on_unreduced<
+                                     typename Table::unreduced_type>>::value);
     return result(adopt_shards, table.device_mesh(), shape<Ids::rank + 1>{},
-                  std::shared_ptr<const std::vector<detail::buffer<typename Table::value_type>>>{});
+                  std::shared_ptr<const std::vector<buffer<typename Table::value_type>>>{});
   } else {
-    detail::check_same_device_mesh(table.device_mesh(), ids.device_mesh(), "take",
-                                   detail::move_to_other_devices_fix);
+    check_same_device_mesh(table.device_mesh(), ids.device_mesh(), "take",
+                           move_to_other_devices_fix);
     shape<Ids::rank + 1> global{};
     for (std::size_t d = 0; d < Ids::rank; ++d) global[d] = ids.extent(d);
     global[Ids::rank] = table.extent(1);
     const device_mesh<Mesh>& m = table.device_mesh();
     return result(adopt_shards, m, global,
-                  detail::take_blocks_on<typename Table::value_type, typename Ids::value_type>(
+                  take_blocks_on<typename Table::value_type, typename Ids::value_type>(
                       m.get_backend(), std::span<const device_id>(m.devices()),
-                      detail::mesh_value_of<Mesh>(), Table::layout_type::entries, table.extents(),
+                      mesh_value_of<Mesh>(), Table::layout_type::entries, table.extents(),
                       *table.shared_shards(), *ids.shared_shards()));
   }
 }
+
+}  // namespace detail
+
+// take(table, ids): rows of `table` ([V, D]) at the integer `ids` ([B...]): [B..., D]. A
+// function object, as ts::transpose is (argument-dependent lookup never finds it: a
+// program's own take(...) helper keeps being called); its form on a traced table
+// (ops/detail/traced_functions.hpp) is found through the traced_take hook.
+struct take_t {
+  template <sharded_array_type Table, sharded_array_type Ids>
+    requires std::is_integral_v<typename Ids::value_type>
+  [[nodiscard]] auto operator()(const Table& table, const Ids& ids) const {
+    return detail::take_arrays(table, ids);
+  }
+  template <class Table, class Ids>
+    requires requires(const Table& t, const Ids& i) { traced_take(t, i); }
+  [[nodiscard]] auto operator()(const Table& table, const Ids& ids) const {
+    return traced_take(table, ids);
+  }
+};
+inline constexpr take_t take{};
 
 }  // namespace typeshard

@@ -68,27 +68,38 @@ TYPESHARD_COMPARISON_OPERATOR(>=, greater_equal)
 
 // where(mask, a, b): a where the mask is non-zero, else b; mask, a and b broadcast together.
 // Computed as select(mask, a) + reject(mask, b), each half -0 where the other holds the
-// value, which + leaves exact (kernels/functors.hpp).
-template <elementwise_operand M, elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<M, A> && same_operand_kind<A, B>
-[[nodiscard]] auto where(const M& mask, const A& a, const B& b) {
-  return detail::zip_op<true>(detail::zip_op<false>(mask, a, fn::select_t{}, "where"),
-                              detail::zip_op<false>(mask, b, fn::reject_t{}, "where"), fn::plus,
-                              "where");
-}
-template <elementwise_operand M, elementwise_operand A>
-  requires same_operand_kind<M, A>
-[[nodiscard]] auto where(const M& mask, const A& a, detail::scalar_of<A> b) {
-  return detail::zip_op<true>(detail::zip_op<false>(mask, a, fn::select_t{}, "where"),
-                              detail::map_nonlinear(mask, fn::with_scalar{fn::reject_t{}, b}),
-                              fn::plus, "where");
-}
-template <elementwise_operand M, elementwise_operand B>
-  requires same_operand_kind<M, B>
-[[nodiscard]] auto where(const M& mask, detail::scalar_of<B> a, const B& b) {
-  return detail::zip_op<true>(detail::map_nonlinear(mask, fn::with_scalar{fn::select_t{}, a}),
-                              detail::zip_op<false>(mask, b, fn::reject_t{}, "where"), fn::plus,
-                              "where");
-}
+// value, which + leaves exact (kernels/functors.hpp). A function object, as ts::transpose is
+// (argument-dependent lookup never finds it: a program's own where(...) helper keeps being
+// called); its form on traced values (ops/detail/traced_functions.hpp) is found through the
+// traced_where hook.
+struct where_t {
+  template <elementwise_operand M, elementwise_operand A, elementwise_operand B>
+    requires same_operand_kind<M, A> && same_operand_kind<A, B>
+  [[nodiscard]] auto operator()(const M& mask, const A& a, const B& b) const {
+    return detail::zip_op<true>(detail::zip_op<false>(mask, a, fn::select_t{}, "where"),
+                                detail::zip_op<false>(mask, b, fn::reject_t{}, "where"),
+                                fn::plus, "where");
+  }
+  template <elementwise_operand M, elementwise_operand A>
+    requires same_operand_kind<M, A>
+  [[nodiscard]] auto operator()(const M& mask, const A& a, detail::scalar_of<A> b) const {
+    return detail::zip_op<true>(detail::zip_op<false>(mask, a, fn::select_t{}, "where"),
+                                detail::map_nonlinear(mask, fn::with_scalar{fn::reject_t{}, b}),
+                                fn::plus, "where");
+  }
+  template <elementwise_operand M, elementwise_operand B>
+    requires same_operand_kind<M, B>
+  [[nodiscard]] auto operator()(const M& mask, detail::scalar_of<B> a, const B& b) const {
+    return detail::zip_op<true>(detail::map_nonlinear(mask, fn::with_scalar{fn::select_t{}, a}),
+                                detail::zip_op<false>(mask, b, fn::reject_t{}, "where"),
+                                fn::plus, "where");
+  }
+  template <class M, class A, class B>
+    requires requires(const M& m, const A& a, const B& b) { traced_where(m, a, b); }
+  [[nodiscard]] auto operator()(const M& mask, const A& a, const B& b) const {
+    return traced_where(mask, a, b);
+  }
+};
+inline constexpr where_t where{};
 
 }  // namespace typeshard

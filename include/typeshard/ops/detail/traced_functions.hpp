@@ -49,24 +49,26 @@ struct pow_exponent_grad_t {
 
 }  // namespace detail
 
+// The hooks ts::sigmoid, ts::softplus, ts::rsqrt, ts::gelu and ts::clip (function objects,
+// ops/functions.hpp) call on a traced value, found by argument-dependent lookup.
 // sigmoid: d x = g s (1 - s); softplus: d x = g sigmoid(x); rsqrt: d x = -g x^(-3/2) / 2.
 template <traced_type X>
-[[nodiscard]] auto sigmoid(const X& x) {
+[[nodiscard]] auto traced_sigmoid(const X& x) {
   return detail::traced_unary(x, typeshard::sigmoid(x.value()), fn::sigmoid_grad_t{});
 }
 template <traced_type X>
-[[nodiscard]] auto softplus(const X& x) {
+[[nodiscard]] auto traced_softplus(const X& x) {
   return detail::traced_unary(x, typeshard::softplus(x.value()), fn::sigmoid_t{});
 }
 template <traced_type X>
-[[nodiscard]] auto rsqrt(const X& x) {
+[[nodiscard]] auto traced_rsqrt(const X& x) {
   using T = detail::scalar_t<X>;
   return detail::traced_unary(x, typeshard::rsqrt(x.value()),
                               fn::with_scalar<fn::pow_grad_t, T>{fn::pow_grad_t{}, T(-0.5)});
 }
 // gelu: the derivative of the form chosen (tanh approximation or exact).
 template <traced_type X>
-[[nodiscard]] auto gelu(const X& x, bool approximate = true) {
+[[nodiscard]] auto traced_gelu(const X& x, bool approximate = true) {
   if (approximate)
     return detail::traced_unary(x, typeshard::gelu(x.value(), true), fn::gelu_tanh_grad_t{});
   return detail::traced_unary(x, typeshard::gelu(x.value(), false), fn::gelu_erf_grad_t{});
@@ -101,7 +103,7 @@ template <class A, class B>
 }
 // clip(x, lo, hi): d x = g inside [lo, hi] (bounds included), else 0.
 template <traced_type X>
-[[nodiscard]] auto clip(const X& x, detail::scalar_t<X> lo, detail::scalar_t<X> hi) {
+[[nodiscard]] auto traced_clip(const X& x, detail::scalar_t<X> lo, detail::scalar_t<X> hi) {
   using T = detail::scalar_t<X>;
   return detail::traced_unary(x, typeshard::clip(x.value(), lo, hi), fn::clip_grad_t<T>{lo, hi});
 }
@@ -181,7 +183,7 @@ inline std::string describe_take() {
 
 template <traced_type Table, sharded_array_type Ids>
   requires std::is_integral_v<typename Ids::value_type>
-[[nodiscard]] auto take(const Table& table, const Ids& ids) {
+[[nodiscard]] auto traced_take(const Table& table, const Ids& ids) {
   using TV = typename Table::array_type;
   return detail::record(
       typeshard::take(table.value(), ids), table,
@@ -194,7 +196,7 @@ template <traced_type Table, sharded_array_type Ids>
 
 template <grad_operand M, class A, class B>
   requires traced_operands<A, B>
-[[nodiscard]] auto where(const M& mask, const A& a, const B& b) {
+[[nodiscard]] auto traced_where(const M& mask, const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
   const auto& mv = detail::value_of(mask);
@@ -211,7 +213,7 @@ template <grad_operand M, class A, class B>
       &detail::describe_where);
 }
 template <grad_operand M, traced_type A>
-[[nodiscard]] auto where(const M& mask, const A& a, detail::scalar_t<A> b) {
+[[nodiscard]] auto traced_where(const M& mask, const A& a, detail::scalar_t<A> b) {
   using AV = typename A::array_type;
   const auto& mv = detail::value_of(mask);
   return detail::record(
@@ -222,7 +224,7 @@ template <grad_operand M, traced_type A>
       &detail::describe_where);
 }
 template <grad_operand M, traced_type B>
-[[nodiscard]] auto where(const M& mask, detail::scalar_t<B> a, const B& b) {
+[[nodiscard]] auto traced_where(const M& mask, detail::scalar_t<B> a, const B& b) {
   using BV = typename B::array_type;
   const auto& mv = detail::value_of(mask);
   return detail::record(
