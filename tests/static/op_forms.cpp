@@ -60,14 +60,13 @@ constexpr bool max_min = requires(const X& x) {
 };
 static_assert(max_min<A> && max_min<B>);
 
-// Indices: arrays and traced values (argmax of a traced value reads its forward value).
-// Not on blocks yet: a block's argmax would be local to the block (its own indices), which
-// shard_map programs write with ts::max and ts::where today.
+// Indices: all three (argmax of a traced value reads its forward value; of a block, local:
+// the block's own indices).
 template <class X>
 constexpr bool arg_extrema = requires(const X& x) {
   ts::argmax<1>(x); ts::argmin<0>(x, ts::keep_dims);
 };
-static_assert(arg_extrema<A> && arg_extrema<T> && !arg_extrema<B>);
+static_assert(arg_extrema<A> && arg_extrema<T> && arg_extrema<B>);
 
 // take: a global-view table (array or traced) with global ids. Not on blocks: a block's ids
 // are global vocabulary indices that its table block may not hold (ts::take on arrays plans

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <random>
 
 #include "grad_check.hpp"
@@ -121,6 +122,37 @@ TEST_CASE("blocks: model functions and where, against the same functions on arra
                     ts::where(ts::greater_equal(x, 0.0), x, -1.0) + ts::pow(x * x + 1.0, x) +
                     (x < 0.5) + ts::not_equal(x, x);
   CHECK(ts::to_host(f(x)) == ts::to_host(want));
+}
+
+TEST_CASE("blocks: argmax and argmin, local to the block (ties: the first)", "[shard_map]") {
+  ts::cpu_devices devices{8};
+  const ts::device_mesh<mesh_2x4> m{devices};
+  using both = ts::spec<"x", "y">;
+  ts::host_tensor<double, 2> h({4, 8});
+  for (std::size_t i = 0; i < h.size(); ++i) h.data()[i] = static_cast<double>((i * 7) % 5);
+  const auto f = ts::shard_map<mesh_2x4, both, ts::specs<both, both>>([](const auto& b) {
+    return std::make_tuple(ts::argmax<1>(b, ts::keep_dims), ts::argmin<-2>(b, ts::keep_dims));
+  });
+  const auto [amax, amin] = f(ts::device_put<both>(m, h));
+  const auto hx = ts::to_host(amax), hn = ts::to_host(amin);
+  REQUIRE(hx.extents() == ts::shape<2>{4, 4});  // [rows, one per block column]
+  REQUIRE(hn.extents() == ts::shape<2>{2, 8});  // [one per block row, columns]
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t bj = 0; bj < 4; ++bj) {
+      std::int64_t best = 0;
+      for (std::size_t k = 1; k < 2; ++k)
+        if (h(i, bj * 2 + k) > h(i, bj * 2 + static_cast<std::size_t>(best)))
+          best = static_cast<std::int64_t>(k);
+      CHECK(hx(i, bj) == best);
+    }
+  for (std::size_t bi = 0; bi < 2; ++bi)
+    for (std::size_t j = 0; j < 8; ++j) {
+      std::int64_t best = 0;
+      for (std::size_t k = 1; k < 2; ++k)
+        if (h(bi * 2 + k, j) < h(bi * 2 + static_cast<std::size_t>(best), j))
+          best = static_cast<std::int64_t>(k);
+      CHECK(hn(bi, j) == best);
+    }
 }
 
 TEST_CASE("blocks: shapes that do not broadcast are a shape_error naming both", "[shard_map]") {

@@ -14,7 +14,8 @@
 // from an iota, then a pmin of them, so two collectives of the result's size (none when Dim
 // is not sharded). The index is std::int64_t; the result is sharded as ts::max<Dim>'s.
 // On a value traced by ts::value_and_grad argmax and argmin read its forward value (an index
-// has no gradient). Not on unreduced values (rule 3).
+// has no gradient). On a block inside ts::shard_map argmax and argmin are local: the block's
+// own indices, no collective. Not on unreduced values (rule 3).
 #pragma once
 
 #include <cstddef>
@@ -25,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "../array/block.hpp"
+#include "../array/block_elementwise.hpp"
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
 #include "../core/detail/diagnose.hpp"
@@ -126,6 +129,31 @@ auto arg_extremum(const A& x) {
   }
 }
 
+// On a block inside ts::shard_map: the same steps, local (the block's own indices, no
+// collective; add the block's offset, from ts::axis_index, for a global index).
+template <reduction Op, bool KeepDims, int Dim, class B>
+auto block_arg_extremum(const B& x) {
+  using blk = std::remove_cvref_t<B>;
+  constexpr reduction pick = Op == reduction::max ? reduction::max : reduction::min;
+  constexpr int rank = static_cast<int>(blk::rank);
+  if constexpr (!(Dim >= -rank && Dim < rank)) {
+    return reduce_block_local<pick, KeepDims, Dim>(x);  // its diagnostic (rule 7) fires
+  } else {
+    constexpr std::size_t d = static_cast<std::size_t>(Dim < 0 ? Dim + rank : Dim);
+    const auto m = reduce_block_local<pick, true, Dim>(x);
+    const auto hit = zip_blocks(x, m, is_extremum_t{}, "argmax");
+    block<std::int64_t, blk::rank, typename blk::mesh_type, blk::varying> index(x.context(),
+                                                                              x.extents());
+    std::size_t inner = 1;
+    for (std::size_t k = d + 1; k < blk::rank; ++k) inner *= x.extent(k);
+    std::int64_t* o = index.data();
+    for (std::size_t i = 0; i < index.size(); ++i)
+      o[i] = static_cast<std::int64_t>((i / inner) % x.extent(d));
+    return reduce_block_local<reduction::min, KeepDims, Dim>(
+        zip_blocks(hit, index, candidate_index_t{}, "argmax"));
+  }
+}
+
 }  // namespace detail
 
 // one_hot<T = float>(labels, n): labels [B...] of integers, spec S: [B..., n] of T, spec S
@@ -151,7 +179,7 @@ template <class T = float, sharded_array_type L>
                     *labels.shared_shards(), n));
 }
 
-// argmax<Dim>(x), argmax<Dim>(x, ts::keep_dims); argmin likewise.
+// argmax<Dim>(x), argmax<Dim>(x, ts::keep_dims); argmin likewise. On a block: local.
 template <int Dim, sharded_array_type A>
 [[nodiscard]] auto argmax(const A& x) {
   return detail::arg_extremum<reduction::max, false, Dim>(x);
@@ -167,6 +195,22 @@ template <int Dim, sharded_array_type A>
 template <int Dim, sharded_array_type A>
 [[nodiscard]] auto argmin(const A& x, keep_dims_t) {
   return detail::arg_extremum<reduction::min, true, Dim>(x);
+}
+template <int Dim, block_type B>
+[[nodiscard]] auto argmax(const B& x) {
+  return detail::block_arg_extremum<reduction::max, false, Dim>(x);
+}
+template <int Dim, block_type B>
+[[nodiscard]] auto argmax(const B& x, keep_dims_t) {
+  return detail::block_arg_extremum<reduction::max, true, Dim>(x);
+}
+template <int Dim, block_type B>
+[[nodiscard]] auto argmin(const B& x) {
+  return detail::block_arg_extremum<reduction::min, false, Dim>(x);
+}
+template <int Dim, block_type B>
+[[nodiscard]] auto argmin(const B& x, keep_dims_t) {
+  return detail::block_arg_extremum<reduction::min, true, Dim>(x);
 }
 
 }  // namespace typeshard
