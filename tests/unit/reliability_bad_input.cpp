@@ -265,7 +265,7 @@ TEST_CASE("bad input: every run-time error names the problem and the fix, and le
        }},
       {"an elementwise operation on blocks of different shapes",
        expect_device_error<ts::shape_error>("shape_error"),
-       {"operator+ of blocks of shapes (2, 4) and (3, 4)", "need equal shapes"},
+       {"operator+ of blocks of shapes (2, 4) and (3, 4)", "broadcast as NumPy's"},
        [&](guard& g) {
          const auto f = ts::shard_map<mesh_2x2, rows_x, rows_x>(
              [](const ts::shard_context<mesh_2x2>& c, const auto& b) {

@@ -114,6 +114,13 @@ gradient_t<P, List, I> gradient_of(const P& param, const grad_tape& tape,
   return *std::move(out);
 }
 
+// A differentiated function that returns nothing (found at run time on g++: see run below).
+[[noreturn]] TYPESHARD_COLD inline void throw_loss_returns_nothing() {
+  throw usage_error(
+      "typeshard: ts::value_and_grad: the differentiated function returns nothing (void); "
+      "fix: return the loss, reduced to one element with ts::sum or ts::mean");
+}
+
 // A loss of more than one element, out of line: a function of values, one copy per TU.
 [[noreturn]] TYPESHARD_COLD inline void throw_loss_not_one_element(std::size_t extent) {
   // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
@@ -175,19 +182,70 @@ class grad_function {
     return bad;
   }
 
+  // What a call returns when f cannot be differentiated (a diagnostic, or f's own error,
+  // has fired): a value of the type the caller expects (never run), so that the code around
+  // the call (auto [loss, grads] = ..., an update with the gradients) compiles on and the
+  // user sees one error. The loss: one element of the first parameter's type and mesh.
+  template <class... Args>
+  static auto placeholder(const Args&... args) {
+    const std::tuple<const Args&...> all(args...);
+    auto grads = std::make_tuple(gradient_of<Argnums, grad_contributions<>>(
+        std::get<Argnums>(all), grad_tape{}, grad_contributions<>{})...);
+    if constexpr (Mode == grad_mode::plans) {
+      return std::vector<std::string>{};
+    } else {
+      using P = std::remove_cvref_t<decltype(std::get<0>(grads))>;
+      using L = sharded_array<typename P::value_type, typename P::mesh_type, spec<>,
+                              extents<1>>;
+      L loss = filled<L>(std::get<0>(grads).device_mesh(), shape<1>{1}, 0);
+      if constexpr (Mode == grad_mode::grad && sizeof...(Argnums) == 1)
+        return std::get<0>(std::move(grads));
+      else if constexpr (Mode == grad_mode::grad)
+        return grads;
+      else if constexpr (sizeof...(Argnums) == 1)
+        return std::make_pair(std::move(loss), std::get<0>(std::move(grads)));
+      else
+        return std::make_pair(std::move(loss), std::move(grads));
+    }
+  }
+
   template <std::size_t... I, class... Args>
   auto run(std::index_sequence<I...>, const Args&... args) const {
     auto tape = std::make_shared<grad_tape>();
     tape->leaves.resize(max_argnum<Argnums...>() + 1);
-    auto out = std::invoke(f_, wrap_argument<Mode == grad_mode::plans, I, Argnums...>(args, tape)...);
-    using Out = decltype(out);
+    using call = std::invoke_result<const F&, decltype(wrap_argument<Mode == grad_mode::plans, I,
+                                                                     Argnums...>(args, tape))...>;
+    if constexpr (!requires { typename call::type; }) {
+      // f's body did not compile (clang: f is not invocable): its own error stands alone.
+      return placeholder(args...);
+    } else if constexpr (std::is_void_v<typename call::type>) {
+      // g++ deduces void for a body that did not compile, so there f's own error stands
+      // alone, and a function that really returns nothing is reported when it runs; clang
+      // tells the two apart, so there the second is the compile error below.
+#if defined(__clang__)
+      static_assert(require<false, diagnostic::grad_loss_not_scalar<typename call::type>>::value);
+#else
+      (void)std::invoke(f_, wrap_argument<Mode == grad_mode::plans, I, Argnums...>(args, tape)...);
+      throw_loss_returns_nothing();
+#endif
+      return placeholder(args...);
+    } else {
+      return run_with(std::invoke(f_, wrap_argument<Mode == grad_mode::plans, I, Argnums...>(
+                                          args, tape)...),
+                      tape, args...);
+    }
+  }
+
+  template <class Out, class... Args>
+  auto run_with(const Out& out, const std::shared_ptr<grad_tape>& tape,
+                const Args&... args) const {
     if constexpr (!traced_type<Out>) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
-      return 0;
+      return placeholder(args...);
     } else if constexpr (Out::rank != 1 || (Out::extents_type::is_static(0) &&
                                             Out::extents_type::static_extents[0] != 1)) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
-      return 0;
+      return placeholder(args...);
     } else {
       if (out.extent(0) != 1) throw_loss_not_one_element(out.extent(0));
       if constexpr (Mode == grad_mode::plans) {

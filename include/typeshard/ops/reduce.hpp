@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../array/block.hpp"
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
 #include "../core/layout.hpp"
@@ -210,10 +211,57 @@ auto reduce(const A& a) {
     return run_reduce<plan>(a);
 }
 
+// ---- reductions of a block inside ts::shard_map: local, no collective ----------------------
+
+// Op over Dims of block b (every dimension when none), keeping the dimensions at extent 1
+// or dropping them (a block keeps rank >= 1: reducing every dimension gives extents {1}).
+// Rule 7's dimension checks, as for arrays; the block varies over what b varies over.
+template <reduction Op, bool KeepDims, int... Dims, class B>
+auto reduce_block_local(const B& b) {
+  using blk = std::remove_cvref_t<B>;
+  using T = typename blk::value_type;
+  constexpr std::size_t Rank = blk::rank;
+  constexpr reduce_dims_problem p = find_reduce_dims_problem<Rank, Dims...>();
+  constexpr std::array<bool, Rank> mask = reduced_mask<Rank, Dims...>();
+  constexpr std::size_t kept = [] {
+    std::size_t n = 0;
+    for (bool m : reduced_mask<Rank, Dims...>()) n += !m;
+    return n;
+  }();
+  constexpr std::size_t OutRank = KeepDims ? Rank : (kept == 0 ? 1 : kept);
+  using result = block<T, OutRank, typename blk::mesh_type, blk::varying>;
+  if constexpr (p.what == reduce_dims_problem::out_of_range) {
+    static_assert(require<false, diagnostic::reduce_dim_out_of_range<p.dim, Rank>>::value);
+    return result(b.context(), shape<OutRank>{});
+  } else if constexpr (p.what == reduce_dims_problem::repeated) {
+    static_assert(require<false, diagnostic::reduce_dim_repeated<p.dim>>::value);
+    return result(b.context(), shape<OutRank>{});
+  } else if constexpr (Op == reduction::mean && !std::is_floating_point_v<T>) {
+    static_assert(require<false, diagnostic::mean_needs_floating_point<T>>::value);
+    return result(b.context(), shape<OutRank>{});
+  } else {
+    double count = 1;
+    for (std::size_t d = 0; d < Rank; ++d)
+      if (mask[d]) count *= static_cast<double>(b.extent(d));
+    shape<OutRank> out{};
+    for (std::size_t d = 0, j = 0; d < Rank; ++d) {
+      if constexpr (KeepDims)
+        out[d] = mask[d] ? 1 : b.extent(d);
+      else if (!mask[d])
+        out[j++] = b.extent(d);
+    }
+    if constexpr (!KeepDims && kept == 0) out[0] = 1;
+    return result(b.context(), out,
+                  local_reduce<T, Rank>(Op, b.values(), b.extents(), mask, count));
+  }
+}
+
 }  // namespace detail
 
 // sum<Dims...>(x), sum<OutSpec, Dims...>(x), sum<Dims...>(out_spec, x), each with an optional
-// trailing ts::keep_dims; and the same for mean, max and min.
+// trailing ts::keep_dims; and the same for mean, max and min. On a block inside ts::shard_map:
+// sum<Dims...>(b) and sum<Dims...>(b, ts::keep_dims), over the block's own elements (local,
+// no collective: follow with ts::psum<"x"> / ts::pmax<"x"> for the reduction over devices).
 #define TYPESHARD_REDUCTION(name)                                                            \
   template <int... Dims, sharded_array_type A>                                              \
   auto name(const A& a) {                                                                   \
@@ -238,6 +286,14 @@ auto reduce(const A& a) {
   template <int... Dims, spec_type OutSpec, sharded_array_type A>                           \
   auto name(OutSpec, const A& a, keep_dims_t) {                                             \
     return detail::reduce<reduction::name, OutSpec, true, Dims...>(a);                       \
+  }                                                                                         \
+  template <int... Dims, block_type B>                                                      \
+  auto name(const B& b) {                                                                   \
+    return detail::reduce_block_local<reduction::name, false, Dims...>(b);                   \
+  }                                                                                         \
+  template <int... Dims, block_type B>                                                      \
+  auto name(const B& b, keep_dims_t) {                                                      \
+    return detail::reduce_block_local<reduction::name, true, Dims...>(b);                    \
   }
 TYPESHARD_REDUCTION(sum)
 TYPESHARD_REDUCTION(mean)

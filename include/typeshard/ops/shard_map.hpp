@@ -473,4 +473,43 @@ auto shard_map(F f) {
   return shard_mapped<Mesh, InSpecs, OutSpecs, F>(std::move(f));
 }
 
+namespace diagnostic {
+template <class F>
+struct shard_map_needs_out_specs {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<F>,
+                  "typeshard: shard_map: the out specs are missing (JAX's out_specs: they "
+                  "are not inferred); fix: name them after the in specs, "
+                  "ts::shard_map<Mesh, InSpecs, OutSpecs>(f), one ts::spec per output or "
+                  "ts::specs<...> for several");
+    return true;
+  }
+};
+}  // namespace diagnostic
+
+namespace detail {
+// What shard_map without out specs returns after its diagnostic: a callable whose result is
+// its first argument, so the code around it compiles on and the user sees one error.
+struct shard_map_without_out_specs {
+  template <class A, class... Rest>
+  const A& operator()(const A& a, const Rest&...) const {
+    return a;
+  }
+};
+}  // namespace detail
+
+// shard_map<Mesh, InSpecs>(f) and shard_map<Mesh>(f): the out specs are missing.
+template <mesh_type Mesh, class InSpecs, class F>
+  requires(!spec_type<F> && !detail::is_specs_v<F>)
+auto shard_map(F) {
+  static_assert(detail::require<false, diagnostic::shard_map_needs_out_specs<F>>::value);
+  return detail::shard_map_without_out_specs{};
+}
+template <mesh_type Mesh, class F>
+  requires(!spec_type<F> && !detail::is_specs_v<F>)
+auto shard_map(F) {
+  static_assert(detail::require<false, diagnostic::shard_map_needs_out_specs<F>>::value);
+  return detail::shard_map_without_out_specs{};
+}
+
 }  // namespace typeshard

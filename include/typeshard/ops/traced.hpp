@@ -10,11 +10,12 @@
 // plan, the same collectives) and records the op's backward on the tape. Plain arrays mix
 // with traced values in every binary op; they get no gradient. The ops on traced values:
 // ts::einsum, ts::matmul (the "...ij,...jk->...ik" einsum), + - * / with broadcasting and
-// scalars, unary -, exp log tanh relu sin cos sqrt, ts::sum and ts::mean (Dims, keep_dims,
-// an output spec), ts::softmax and ts::log_softmax, ts::reshard, ts::psum, ts::permute,
-// ts::transpose (permute<1, 0>), ts::split_dim, ts::merge_dims. Each backward is itself one
-// of these ops on global arrays (plan/grad_plan.hpp), so its collectives are planned at
-// compile time:
+// scalars, unary -, exp log tanh relu sin cos sqrt, sigmoid softplus gelu rsqrt pow clip, take,
+// ts::where (comparisons give a plain mask, argmax and argmin a plain index), ts::sum and
+// ts::mean (Dims, keep_dims, an output spec), ts::softmax and ts::log_softmax, ts::reshard,
+// ts::psum, ts::permute, ts::transpose (permute<1, 0>), ts::split_dim, ts::merge_dims.
+// Each backward is itself one of these ops on global arrays (plan/grad_plan.hpp), so its
+// collectives are planned at compile time:
 //   einsum       d lhs = einsum<"out,rhs->lhs">(d out, rhs), d rhs likewise, then resharded
 //                to the operand's spec (the all-reduce of Megatron's dX = dH W1^T is this
 //                reshard of a result unreduced over "model");
@@ -35,5 +36,6 @@
 #include "detail/traced_dims.hpp"
 #include "detail/traced_einsum.hpp"
 #include "detail/traced_elementwise.hpp"
+#include "detail/traced_functions.hpp"
 #include "detail/traced_reduce.hpp"
 #include "detail/traced_value.hpp"

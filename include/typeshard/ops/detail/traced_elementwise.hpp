@@ -173,7 +173,7 @@ auto sqrt(const X& x) {
 }
 
 // Not differentiable (rule 9): max, min, maximum, minimum, map, zip of a traced value.
-#define TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION(name)                                        \
+#define TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION(name)                                       \
   template <int... Dims, traced_type X>                                                    \
   auto name(const X& x) {                                                                  \
     static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
@@ -181,6 +181,26 @@ auto sqrt(const X& x) {
   }                                                                                        \
   template <int... Dims, traced_type X>                                                    \
   auto name(const X& x, keep_dims_t) {                                                     \
+    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
+    return x;                                                                              \
+  }                                                                                        \
+  template <spec_type OutSpec, int... Dims, traced_type X>                                 \
+  auto name(const X& x) {                                                                  \
+    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
+    return x;                                                                              \
+  }                                                                                        \
+  template <spec_type OutSpec, int... Dims, traced_type X>                                 \
+  auto name(const X& x, keep_dims_t) {                                                     \
+    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
+    return x;                                                                              \
+  }                                                                                        \
+  template <int... Dims, spec_type OutSpec, traced_type X>                                 \
+  auto name(OutSpec, const X& x) {                                                         \
+    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
+    return x;                                                                              \
+  }                                                                                        \
+  template <int... Dims, spec_type OutSpec, traced_type X>                                 \
+  auto name(OutSpec, const X& x, keep_dims_t) {                                            \
     static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
     return x;                                                                              \
   }

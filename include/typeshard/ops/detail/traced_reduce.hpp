@@ -87,15 +87,28 @@ template <int... Dims, traced_type X>
 auto mean(const X& x, keep_dims_t) {
   return detail::traced_reduce<true, true, Dims...>(x);
 }
-// With an output spec: the reduction, then the reshard to it (what the plan does).
-template <spec_type OutSpec, int... Dims, traced_type X>
-auto sum(const X& x) {
-  return reshard<OutSpec>(sum<Dims...>(x));
-}
-template <spec_type OutSpec, int... Dims, traced_type X>
-auto mean(const X& x) {
-  return reshard<OutSpec>(mean<Dims...>(x));
-}
+// With an output spec (a template argument or a value first, keep_dims or not, every form
+// arrays take): the reduction, then the reshard to it (what the plan does).
+#define TYPESHARD_TRACED_REDUCTION_OUT_SPEC(name)                                            \
+  template <spec_type OutSpec, int... Dims, traced_type X>                                  \
+  auto name(const X& x) {                                                                   \
+    return reshard<OutSpec>(name<Dims...>(x));                                              \
+  }                                                                                         \
+  template <spec_type OutSpec, int... Dims, traced_type X>                                  \
+  auto name(const X& x, keep_dims_t) {                                                      \
+    return reshard<OutSpec>(name<Dims...>(x, keep_dims));                                   \
+  }                                                                                         \
+  template <int... Dims, spec_type OutSpec, traced_type X>                                  \
+  auto name(OutSpec, const X& x) {                                                          \
+    return reshard<OutSpec>(name<Dims...>(x));                                              \
+  }                                                                                         \
+  template <int... Dims, spec_type OutSpec, traced_type X>                                  \
+  auto name(OutSpec, const X& x, keep_dims_t) {                                             \
+    return reshard<OutSpec>(name<Dims...>(x, keep_dims));                                   \
+  }
+TYPESHARD_TRACED_REDUCTION_OUT_SPEC(sum)
+TYPESHARD_TRACED_REDUCTION_OUT_SPEC(mean)
+#undef TYPESHARD_TRACED_REDUCTION_OUT_SPEC
 
 // ---- softmax and log_softmax -------------------------------------------------------------
 

@@ -1,0 +1,238 @@
+// typeshard/ops/detail/traced_functions.hpp: sigmoid, softplus, gelu, rsqrt, pow, clip, argmax,
+// argmin, the comparisons, ts::take and ts::where on traced values (see ops/traced.hpp), each
+// with its gradient; a comparison gives a plain mask and argmax / argmin a plain index (no
+// gradient flows through them).
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#include "../../kernels/functors.hpp"
+#include "../elementwise.hpp"
+#include "../functions.hpp"
+#include "../indices.hpp"
+#include "../take.hpp"
+#include "../where.hpp"
+#include "traced_value.hpp"
+
+namespace typeshard {
+
+namespace detail {
+
+inline std::string describe_function() {
+  return "elementwise function backward: the cotangent times the derivative at the operand "
+         "(local, no communication)";
+}
+inline std::string describe_where() {
+  return "where backward: the cotangent where the mask holds to a, elsewhere to b; each summed "
+         "over the dimensions it stretches, then resharded to its spec";
+}
+
+// y = f(x) of a traced x, f' given as the functor df: d x = g f'(x), one pass (fn::chain_t).
+template <class X, class Y, class DF>
+auto traced_unary(const X& x, Y y, DF df) {
+  return record(std::move(y), x,
+                [xv = x.value(), df](const auto& g) {
+                  return typeshard::zip(g, xv, fn::chain_t<DF>{df});
+                },
+                &describe_function);
+}
+
+// pow(a, b)'s derivative in b at y = a^b: y log(a), 0 where a is 0 (as JAX's).
+struct pow_exponent_grad_t {
+  template <class Y, class X>
+  Y operator()(Y y, X a) const {
+    return a == X{} ? Y{} : static_cast<Y>(y * std::log(a));
+  }
+};
+
+}  // namespace detail
+
+// The hooks ts::sigmoid, ts::softplus, ts::rsqrt, ts::gelu and ts::clip (function objects,
+// ops/functions.hpp) call on a traced value, found by argument-dependent lookup.
+// sigmoid: d x = g s (1 - s); softplus: d x = g sigmoid(x); rsqrt: d x = -g x^(-3/2) / 2.
+template <traced_type X>
+[[nodiscard]] auto traced_sigmoid(const X& x) {
+  return detail::traced_unary(x, typeshard::sigmoid(x.value()), fn::sigmoid_grad_t{});
+}
+template <traced_type X>
+[[nodiscard]] auto traced_softplus(const X& x) {
+  return detail::traced_unary(x, typeshard::softplus(x.value()), fn::sigmoid_t{});
+}
+template <traced_type X>
+[[nodiscard]] auto traced_rsqrt(const X& x) {
+  using T = detail::scalar_t<X>;
+  return detail::traced_unary(x, typeshard::rsqrt(x.value()),
+                              fn::with_scalar<fn::pow_grad_t, T>{fn::pow_grad_t{}, T(-0.5)});
+}
+// gelu: the derivative of the form chosen (tanh approximation or exact).
+template <traced_type X>
+[[nodiscard]] auto traced_gelu(const X& x, bool approximate = true) {
+  if (approximate)
+    return detail::traced_unary(x, typeshard::gelu(x.value(), true), fn::gelu_tanh_grad_t{});
+  return detail::traced_unary(x, typeshard::gelu(x.value(), false), fn::gelu_erf_grad_t{});
+}
+// pow(x, p): d x = g p x^(p - 1).
+template <traced_type X>
+[[nodiscard]] auto pow(const X& x, detail::scalar_t<X> p) {
+  using T = detail::scalar_t<X>;
+  return detail::traced_unary(x, typeshard::pow(x.value(), p),
+                              fn::with_scalar<fn::pow_grad_t, T>{fn::pow_grad_t{}, p});
+}
+// pow(a, b), broadcast: d a = g b a^(b - 1), d b = g y log(a) (0 where a is 0); each summed
+// back to its operand's shape.
+template <class A, class B>
+  requires traced_operands<A, B>
+[[nodiscard]] auto pow(const A& a, const B& b) {
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  auto y = typeshard::pow(av, bv);
+  return detail::record(
+      y, a, b,
+      [av, bv](const auto& g) {
+        return detail::reduce_to<AV>(g * typeshard::zip(av, bv, fn::pow_grad_t{}), av.extents());
+      },
+      [av, y, e = bv.extents()](const auto& g) {
+        return detail::reduce_to<BV>(g * typeshard::zip(y, av, detail::pow_exponent_grad_t{}),
+                                     e);
+      },
+      &detail::describe_elementwise);
+}
+// clip(x, lo, hi): d x = g inside [lo, hi] (bounds included), else 0.
+template <traced_type X>
+[[nodiscard]] auto traced_clip(const X& x, detail::scalar_t<X> lo, detail::scalar_t<X> hi) {
+  using T = detail::scalar_t<X>;
+  return detail::traced_unary(x, typeshard::clip(x.value(), lo, hi), fn::clip_grad_t<T>{lo, hi});
+}
+
+// ---- comparisons: a plain mask of the forward values ---------------------------------------
+
+#define TYPESHARD_TRACED_COMPARISON(name)                                                    \
+  template <class A, class B>                                                               \
+    requires traced_operands<A, B>                                                          \
+  [[nodiscard]] auto name(const A& a, const B& b) {                                         \
+    return typeshard::name(detail::value_of(a), detail::value_of(b));                       \
+  }                                                                                         \
+  template <traced_type X>                                                                  \
+  [[nodiscard]] auto name(const X& x, detail::scalar_t<X> s) {                              \
+    return typeshard::name(x.value(), s);                                                   \
+  }                                                                                         \
+  template <traced_type X>                                                                  \
+  [[nodiscard]] auto name(detail::scalar_t<X> s, const X& x) {                              \
+    return typeshard::name(s, x.value());                                                   \
+  }
+TYPESHARD_TRACED_COMPARISON(less)
+TYPESHARD_TRACED_COMPARISON(less_equal)
+TYPESHARD_TRACED_COMPARISON(greater)
+TYPESHARD_TRACED_COMPARISON(greater_equal)
+TYPESHARD_TRACED_COMPARISON(equal)
+TYPESHARD_TRACED_COMPARISON(not_equal)
+#undef TYPESHARD_TRACED_COMPARISON
+
+#define TYPESHARD_TRACED_COMPARISON_OPERATOR(op, name)                                       \
+  template <class A, class B>                                                               \
+    requires traced_operands<A, B>                                                          \
+  [[nodiscard]] auto operator op(const A& a, const B& b) {                                  \
+    return name(a, b);                                                                      \
+  }                                                                                         \
+  template <traced_type X>                                                                  \
+  [[nodiscard]] auto operator op(const X& x, detail::scalar_t<X> s) {                       \
+    return name(x, s);                                                                      \
+  }                                                                                         \
+  template <traced_type X>                                                                  \
+  [[nodiscard]] auto operator op(detail::scalar_t<X> s, const X& x) {                       \
+    return name(s, x);                                                                      \
+  }
+TYPESHARD_TRACED_COMPARISON_OPERATOR(<, less)
+TYPESHARD_TRACED_COMPARISON_OPERATOR(<=, less_equal)
+TYPESHARD_TRACED_COMPARISON_OPERATOR(>, greater)
+TYPESHARD_TRACED_COMPARISON_OPERATOR(>=, greater_equal)
+#undef TYPESHARD_TRACED_COMPARISON_OPERATOR
+
+// ---- argmax, argmin: the index of the forward value (no gradient) --------------------------
+
+template <int Dim, traced_type X>
+[[nodiscard]] auto argmax(const X& x) {
+  return typeshard::argmax<Dim>(x.value());
+}
+template <int Dim, traced_type X>
+[[nodiscard]] auto argmax(const X& x, keep_dims_t) {
+  return typeshard::argmax<Dim>(x.value(), keep_dims);
+}
+template <int Dim, traced_type X>
+[[nodiscard]] auto argmin(const X& x) {
+  return typeshard::argmin<Dim>(x.value());
+}
+template <int Dim, traced_type X>
+[[nodiscard]] auto argmin(const X& x, keep_dims_t) {
+  return typeshard::argmin<Dim>(x.value(), keep_dims);
+}
+
+// ---- take: the cotangent's rows added into the table's rows of the ids -------------------
+
+namespace detail {
+inline std::string describe_take() {
+  return "take backward: the cotangent's rows added into the rows of the ids (scatter-add), "
+         "each device into its block of the table, unreduced over the ids' axes; then "
+         "resharded to the table's spec (local, no communication before that reshard)";
+}
+}  // namespace detail
+
+template <traced_type Table, sharded_array_type Ids>
+  requires std::is_integral_v<typename Ids::value_type>
+[[nodiscard]] auto traced_take(const Table& table, const Ids& ids) {
+  using TV = typename Table::array_type;
+  return detail::record(
+      typeshard::take(table.value(), ids), table,
+      [ids, e = table.extents()](const auto& g) { return detail::take_scatter<TV>(g, ids, e); },
+      &detail::describe_take);
+}
+
+// ---- where: the cotangent routed to a where the mask holds, to b elsewhere -----------------
+// The mask: a plain array (or a traced value, read as its forward value; no gradient).
+
+template <grad_operand M, class A, class B>
+  requires traced_operands<A, B>
+[[nodiscard]] auto traced_where(const M& mask, const A& a, const B& b) {
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  const auto& mv = detail::value_of(mask);
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  return detail::record(
+      typeshard::where(mv, av, bv), a, b,
+      [mv, e = av.extents()](const auto& g) {
+        return detail::reduce_to<AV>(typeshard::zip(mv, g, fn::select_t{}), e);
+      },
+      [mv, e = bv.extents()](const auto& g) {
+        return detail::reduce_to<BV>(typeshard::zip(mv, g, fn::reject_t{}), e);
+      },
+      &detail::describe_where);
+}
+template <grad_operand M, traced_type A>
+[[nodiscard]] auto traced_where(const M& mask, const A& a, detail::scalar_t<A> b) {
+  using AV = typename A::array_type;
+  const auto& mv = detail::value_of(mask);
+  return detail::record(
+      typeshard::where(mv, a.value(), b), a,
+      [mv, e = a.extents()](const auto& g) {
+        return detail::reduce_to<AV>(typeshard::zip(mv, g, fn::select_t{}), e);
+      },
+      &detail::describe_where);
+}
+template <grad_operand M, traced_type B>
+[[nodiscard]] auto traced_where(const M& mask, detail::scalar_t<B> a, const B& b) {
+  using BV = typename B::array_type;
+  const auto& mv = detail::value_of(mask);
+  return detail::record(
+      typeshard::where(mv, a, b.value()), b,
+      [mv, e = b.extents()](const auto& g) {
+        return detail::reduce_to<BV>(typeshard::zip(mv, g, fn::reject_t{}), e);
+      },
+      &detail::describe_where);
+}
+
+}  // namespace typeshard

@@ -1,0 +1,251 @@
+// typeshard/ops/take.hpp: ts::take, the embedding lookup (jnp.take(table, ids, axis=0)), with
+// its sharding rules, as Megatron's vocab-parallel embedding.
+//
+//   // table: [V, D], ids: [B, S] of integers
+//   auto e = ts::take(table, ids);   // [B, S, D]
+//   // table spec<none, "model">, ids spec<"data">: e spec<"data", none, "model">, no collective
+//   // table spec<"model", none>: each device looks up the rows it holds (others give zeros):
+//   //   e is unreduced over "model" (rule 3), reduced when you say: ts::reshard<Spec>(e)
+//
+// The result's spec is the ids' spec, then the table's spec of its second dimension: each
+// device looks its own ids up in its own block of the table, with no communication. A
+// vocabulary sharded over some axes leaves the result unreduced over them (a device adds
+// the rows it holds, zeros for the others: the psum that follows is Megatron's). The ids'
+// axes and the table's must be apart (else a device would need rows or ids another holds: a
+// compile error naming the reshard). An id outside [0, V) is a ts::shape_error naming it.
+// Gradient (on a table traced by ts::value_and_grad): the cotangent's rows added into the
+// rows of the ids (a scatter-add), each device into its block of the table; unreduced over
+// the ids' axes (each device adds the rows of its own ids: rule 9's data-parallel gradient).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../array/device_mesh.hpp"
+#include "../array/sharded_array.hpp"
+#include "../backend/backend.hpp"
+#include "../core/config.hpp"
+#include "../core/detail/diagnose.hpp"
+#include "../core/detail/unreduced_from.hpp"
+#include "../core/errors.hpp"
+#include "../core/layout.hpp"
+#include "../core/rules/rule3_unreduced.hpp"
+#include "../core/spec.hpp"
+#include "../detail/buffer.hpp"
+
+namespace typeshard {
+
+namespace diagnostic {
+template <class TableSpec, class IdsSpec>
+struct take_axes_shared {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<TableSpec, IdsSpec>,
+                  "typeshard: ts::take: the ids are sharded over a mesh axis the table is "
+                  "sharded over too (each device would need rows or ids another device "
+                  "holds); fix: reshard one of them first, the table with "
+                  "ts::reshard<ts::spec<ts::none, ...>>(table) or the ids off that axis");
+    return true;
+  }
+};
+template <std::size_t TableRank>
+struct take_table_not_rank_2 {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<TableRank>,
+                  "typeshard: ts::take: the table must have rank 2 ([V, D], rows looked up "
+                  "by id); fix: ts::merge_dims or ts::split_dim it to rank 2 first");
+    return true;
+  }
+};
+}  // namespace diagnostic
+
+namespace detail {
+
+[[noreturn]] TYPESHARD_COLD inline void throw_take_id_out_of_range(long long id,
+                                                                  std::size_t vocab) {
+  throw shape_error(std::string("typeshard: ts::take: id ")
+                        .append(std::to_string(id))
+                        .append(" is outside the table's ")
+                        .append(std::to_string(vocab))
+                        .append(" rows; fix: ids from 0 to rows - 1"));
+}
+
+// The axes (mesh order) a spec uses, as a dim_spec (an unreduced list).
+template <class Mesh, class Spec>
+constexpr dim_spec axes_of_spec() {
+  dim_spec out;
+  for (std::size_t i = 0; i < Mesh::rank; ++i)
+    if (Spec::uses(Mesh::axes[i].name) && out.count < dim_spec::max_axes)
+      out.axes[out.count++] = Mesh::axes[i].name;
+  return out;
+}
+
+template <class Mesh, class A, class B>
+constexpr bool specs_share_an_axis() {
+  for (std::size_t i = 0; i < Mesh::rank; ++i)
+    if (A::uses(Mesh::axes[i].name) && B::uses(Mesh::axes[i].name)) return true;
+  return false;
+}
+
+// The ids' spec (Rank entries), then D: take's result spec.
+template <class S, dim_spec D, std::size_t... I>
+spec<S::dim(I)..., D> spec_ids_then(std::index_sequence<I...>);
+
+// Each device's block of take: its ids looked up in its block of the table (rows v0..v1 of
+// the vocabulary, dl columns), zeros for ids outside its rows.
+template <class T, class L>
+TYPESHARD_NOINLINE std::vector<buffer<T>> take_blocks_on(
+    backend& b, std::span<const device_id> devices, const mesh_value& mv,
+    const spec_array<2>& table_spec, const shape<2>& table_global,
+    const std::vector<buffer<T>>& table, const std::vector<buffer<L>>& ids) {
+  std::vector<buffer<T>> out(mv.size);
+  b.run(devices, [&](std::size_t p) {
+    const index_slices<2> tix = index_of(mv, table_spec, table_global, p);
+    const std::size_t v0 = tix[0].start, v1 = tix[0].stop, dl = tix[1].size();
+    const std::span<const L> id = ids[p].span();
+    buffer<T> r(id.size() * dl);
+    std::fill_n(r.data(), r.size(), T{});
+    const T* t = table[p].data();
+    for (std::size_t i = 0; i < id.size(); ++i) {
+      if (id[i] < L{} || static_cast<std::size_t>(id[i]) >= table_global[0])
+        throw_take_id_out_of_range(static_cast<long long>(id[i]), table_global[0]);
+      const auto v = static_cast<std::size_t>(id[i]);
+      if (v >= v0 && v < v1) std::copy_n(t + (v - v0) * dl, dl, r.data() + i * dl);
+    }
+    out[p] = std::move(r);
+  });
+  return out;
+}
+
+// take's transpose: each device adds the rows of its cotangent block g into the rows of its
+// ids that its table block holds (a table-shaped block per device).
+template <class T, class L>
+TYPESHARD_NOINLINE std::vector<buffer<T>> take_scatter_on(
+    backend& b, std::span<const device_id> devices, const mesh_value& mv,
+    const spec_array<2>& table_spec, const shape<2>& table_global,
+    const std::vector<buffer<T>>& g, const std::vector<buffer<L>>& ids) {
+  std::vector<buffer<T>> out(mv.size);
+  b.run(devices, [&](std::size_t p) {
+    const index_slices<2> tix = index_of(mv, table_spec, table_global, p);
+    const std::size_t v0 = tix[0].start, v1 = tix[0].stop, dl = tix[1].size();
+    const std::span<const L> id = ids[p].span();
+    buffer<T> r((v1 - v0) * dl);
+    std::fill_n(r.data(), r.size(), T{});
+    const T* gp = g[p].data();
+    for (std::size_t i = 0; i < id.size(); ++i) {
+      const auto v = static_cast<std::size_t>(id[i]);
+      if (v >= v0 && v < v1) {
+        T* row = r.data() + (v - v0) * dl;
+        for (std::size_t k = 0; k < dl; ++k) row[k] += gp[i * dl + k];
+      }
+    }
+    out[p] = std::move(r);
+  });
+  return out;
+}
+
+// The types of take(table, ids).
+template <class Table, class Ids>
+struct take_types {
+  using mesh_type = typename Table::mesh_type;
+  using table_spec = typename Table::spec;
+  static constexpr bool valid = Table::rank == 2 &&
+                                !specs_share_an_axis<mesh_type, table_spec, typename Ids::spec>();
+  static constexpr dim_spec vocab_axes = [] {
+    dim_spec out;
+    const dim_spec v = table_spec::dim(0);
+    for (std::size_t i = 0; i < mesh_type::rank; ++i)
+      if (v.uses(mesh_type::axes[i].name)) out.axes[out.count++] = mesh_type::axes[i].name;
+    return out;
+  }();
+  static constexpr dim_spec ids_axes = axes_of_spec<mesh_type, typename Ids::spec>();
+  using spec = decltype(spec_ids_then<typename Ids::spec, table_spec::dim(1)>(
+      std::make_index_sequence<Ids::rank>{}));
+  using result = sharded_array<typename Table::value_type, mesh_type, spec,
+                               dextents<Ids::rank + 1>,
+                               decltype(unreduced_from<vocab_axes>(
+                                   std::make_index_sequence<vocab_axes.count>{}))>;
+  // The table's gradient contribution: the table's layout, unreduced over the ids' axes.
+  using scatter = sharded_array<typename Table::value_type, mesh_type, table_spec,
+                                typename Table::extents_type,
+                                decltype(unreduced_from<ids_axes>(
+                                    std::make_index_sequence<ids_axes.count>{}))>;
+};
+
+// take's transpose: the cotangent g (take's result layout, reduced) scattered into the table.
+template <class Table, class G, class Ids>
+auto take_scatter(const G& g, const Ids& ids, const shape<2>& table_extents) {
+  using types = take_types<Table, Ids>;
+  using R = typename types::scatter;
+  const auto& m = g.device_mesh();
+  return R(adopt_shards, m, table_extents,
+           take_scatter_on<typename Table::value_type, typename Ids::value_type>(
+               m.get_backend(), std::span<const device_id>(m.devices()),
+               mesh_value_of<typename Table::mesh_type>(), Table::layout_type::entries,
+               table_extents, *g.shared_shards(), *ids.shared_shards()));
+}
+
+}  // namespace detail
+
+namespace detail {
+template <class Table, class Ids>
+auto take_arrays(const Table& table, const Ids& ids) {
+  using types = take_types<Table, Ids>;
+  using result = typename types::result;
+  using Mesh = typename Table::mesh_type;
+  if constexpr (Table::rank != 2) {
+    static_assert(require<false, diagnostic::take_table_not_rank_2<Table::rank>>::value);
+    return table;
+  } else if constexpr (!types::valid) {
+    static_assert(require<false, diagnostic::take_axes_shared<typename Table::spec,
+                                                               typename Ids::spec>>::value);
+    // A replicated array of the result's rank (its spec would be invalid): one error only.
+    return after_diagnostic<typename Table::value_type, Mesh, spec<>, Ids::rank + 1>(
+        table.device_mesh());
+  } else if constexpr (!Table::unreduced_type::empty || !Ids::unreduced_type::empty) {
+    static_assert(require<false, diagnostic::nonlinear_op_on_unreduced<
+                                     typename Table::unreduced_type>>::value);
+    return result(adopt_shards, table.device_mesh(), shape<Ids::rank + 1>{},
+                  std::shared_ptr<const std::vector<buffer<typename Table::value_type>>>{});
+  } else {
+    check_same_device_mesh(table.device_mesh(), ids.device_mesh(), "take",
+                           move_to_other_devices_fix);
+    shape<Ids::rank + 1> global{};
+    for (std::size_t d = 0; d < Ids::rank; ++d) global[d] = ids.extent(d);
+    global[Ids::rank] = table.extent(1);
+    const device_mesh<Mesh>& m = table.device_mesh();
+    return result(adopt_shards, m, global,
+                  take_blocks_on<typename Table::value_type, typename Ids::value_type>(
+                      m.get_backend(), std::span<const device_id>(m.devices()),
+                      mesh_value_of<Mesh>(), Table::layout_type::entries, table.extents(),
+                      *table.shared_shards(), *ids.shared_shards()));
+  }
+}
+
+}  // namespace detail
+
+// take(table, ids): rows of `table` ([V, D]) at the integer `ids` ([B...]): [B..., D]. A
+// function object, as ts::transpose is (argument-dependent lookup never finds it: a
+// program's own take(...) helper keeps being called); its form on a traced table
+// (ops/detail/traced_functions.hpp) is found through the traced_take hook.
+struct take_t {
+  template <sharded_array_type Table, sharded_array_type Ids>
+    requires std::is_integral_v<typename Ids::value_type>
+  [[nodiscard]] auto operator()(const Table& table, const Ids& ids) const {
+    return detail::take_arrays(table, ids);
+  }
+  template <class Table, class Ids>
+    requires requires(const Table& t, const Ids& i) { traced_take(t, i); }
+  [[nodiscard]] auto operator()(const Table& table, const Ids& ids) const {
+    return traced_take(table, ids);
+  }
+};
+inline constexpr take_t take{};
+
+}  // namespace typeshard

@@ -1,0 +1,92 @@
+// Every operation on the three kinds of operand: global arrays, blocks inside ts::shard_map and
+// values traced by ts::value_and_grad (DESIGN.md: one entry point per op over every operand
+// kind). Each op of the list is checked to take all three; an op that lacks a form is listed
+// below with the reason, and checked to lack it where that is a plain absence (so adding the
+// form fails here until the list is updated).
+#include <cstdint>
+
+#include <typeshard/typeshard.hpp>
+
+namespace ts = typeshard;
+
+namespace {
+
+using mesh = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
+using A = ts::sharded_array<double, mesh, ts::spec<"x", ts::none>, ts::dextents<2>>;
+using B = ts::block<double, 2, mesh, ts::vary<mesh, "x">>;
+using T = ts::traced<A>;
+using Ids = ts::sharded_array<int, mesh, ts::spec<"y">, ts::dextents<1>>;
+
+// Elementwise, unary and with scalars.
+template <class X>
+constexpr bool unary_ops = requires(const X& x) {
+  -x; x + 1.0; 1.0 + x; x - 1.0; 1.0 - x; x * 2.0; 2.0 * x; x / 2.0; 2.0 / x;
+  ts::exp(x); ts::log(x); ts::tanh(x); ts::sin(x); ts::cos(x); ts::sqrt(x); ts::relu(x);
+  ts::sigmoid(x); ts::softplus(x); ts::gelu(x); ts::gelu(x, false); ts::rsqrt(x);
+  ts::pow(x, 2.0); ts::clip(x, 0.0, 1.0);
+  x < 0.0; x <= 0.0; x > 0.0; x >= 0.0; ts::equal(x, 0.0); ts::not_equal(0.0, x);
+};
+static_assert(unary_ops<A> && unary_ops<B> && unary_ops<T>);
+
+// Elementwise, binary (broadcasting), and where.
+template <class X>
+constexpr bool binary_ops = requires(const X& x) {
+  x + x; x - x; x * x; x / x; ts::pow(x, x);
+  x < x; ts::less(x, x); ts::greater_equal(x, x); ts::equal(x, x);
+  ts::where(x > 0.0, x, x); ts::where(x > 0.0, x, 0.0); ts::where(x > 0.0, 0.0, x);
+};
+static_assert(binary_ops<A> && binary_ops<B> && binary_ops<T>);
+
+// Reductions: sum and mean in every form on all three; keep_dims on all three.
+template <class X>
+constexpr bool sum_mean = requires(const X& x) {
+  ts::sum(x); ts::sum<0>(x); ts::sum<1>(x, ts::keep_dims);
+  ts::mean(x); ts::mean<-1>(x); ts::mean<0, 1>(x, ts::keep_dims);
+};
+static_assert(sum_mean<A> && sum_mean<B> && sum_mean<T>);
+template <class X>
+constexpr bool with_out_spec = requires(const X& x) {
+  ts::sum<ts::spec<"x">, 1>(x); ts::mean<ts::spec<"x", ts::none>, 1>(x, ts::keep_dims);
+  ts::sum<1>(ts::spec<"x">{}, x); ts::mean<1>(ts::spec<"x", ts::none>{}, x, ts::keep_dims);
+};
+// An output spec is a global-view notion: a block has no spec (it is one device's data).
+static_assert(with_out_spec<A> && with_out_spec<T> && !with_out_spec<B>);
+
+// max and min: arrays and blocks. On traced values a rule-9 compile error (not
+// differentiable: tests/compile_fail/rule9_max_not_differentiable.cpp), so not listed here.
+template <class X>
+constexpr bool max_min = requires(const X& x) {
+  ts::max(x); ts::max<0>(x, ts::keep_dims); ts::min<1>(x); ts::maximum(x, x); ts::minimum(x, x);
+};
+static_assert(max_min<A> && max_min<B>);
+
+// Indices: all three (argmax of a traced value reads its forward value; of a block, local:
+// the block's own indices).
+template <class X>
+constexpr bool arg_extrema = requires(const X& x) {
+  ts::argmax<1>(x); ts::argmin<0>(x, ts::keep_dims);
+};
+static_assert(arg_extrema<A> && arg_extrema<T> && arg_extrema<B>);
+
+// take: a global-view table (array or traced) with global ids. Not on blocks: a block's ids
+// are global vocabulary indices that its table block may not hold (ts::take on arrays plans
+// that, with the unreduced result of a vocabulary-sharded table).
+template <class X>
+constexpr bool takes = requires(const X& x, const Ids& ids) { ts::take(x, ids); };
+static_assert(takes<A> && takes<T> && !takes<B>);
+
+// Products: ts::matmul on all three (on blocks the local GEMM).
+template <class X>
+constexpr bool products = requires(const X& x) { ts::matmul(ts::transpose(x), x); };
+static_assert(products<A> && products<B> && products<T>);
+
+// Global-view only (a block is one device's data: inside shard_map the collectives do these):
+// ts::reshard, ts::einsum with an output spec, ts::softmax along a sharded dimension,
+// ts::permute / split_dim / merge_dims, ts::one_hot and ts::iota (which make arrays).
+template <class X>
+constexpr bool global_view = requires(const X& x) {
+  ts::reshard<ts::spec<>>(x); ts::softmax<1>(x); ts::permute<1, 0>(x);
+};
+static_assert(global_view<A> && global_view<T> && !global_view<B>);
+
+}  // namespace
