@@ -65,19 +65,56 @@ struct element_rule {
     return r;
   }
 
-  T operator()(std::uint64_t i) const {
-    const std::array<std::uint32_t, 2> w = element_words(key, i);
-    if (kind == distribution_kind::bernoulli)
+  // The value of the element whose cipher words are w, for a distribution known at compile
+  // time (so the run loops below carry no branch on the kind).
+  template <distribution_kind Kind>
+  T value(std::array<std::uint32_t, 2> w) const {
+    if constexpr (Kind == distribution_kind::bernoulli) {
       return unit_interval<float>(w) < p ? T(1) : T(0);
-    if constexpr (std::is_floating_point_v<T>) {
+    } else if constexpr (std::is_floating_point_v<T>) {
       const T u = uniform_value<T>(w, lo, hi);
-      if (kind == distribution_kind::uniform) return u;
-      const T x = static_cast<T>(1.4142135623730951 * erfinv(static_cast<double>(u)));
-      if (kind == distribution_kind::normal) return x;
+      if constexpr (Kind == distribution_kind::uniform) return u;
+      const T x = static_cast<T>(1.4142135623730951 * erfinv_for<T>(u));
+      if constexpr (Kind == distribution_kind::normal) return x;
       return x < clamp_lo ? clamp_lo : (x > clamp_hi ? clamp_hi : x);
     } else {
       return T(0);  // only bernoulli reaches integer element types
     }
+  }
+
+  // Elements first, first + 1, ... into out[0, count): the ciphers 16 lanes at a time.
+  template <distribution_kind Kind>
+  void fill_run_of(std::uint64_t first, std::size_t count, T* out) const {
+    constexpr std::size_t lanes = 16;
+    std::uint32_t x0[lanes], x1[lanes];
+    for (std::size_t j0 = 0; j0 < count; j0 += lanes) {
+      for (std::size_t l = 0; l < lanes; ++l) {
+        const std::uint64_t i = first + j0 + l;
+        x0[l] = static_cast<std::uint32_t>(i >> 32);
+        x1[l] = static_cast<std::uint32_t>(i);
+      }
+      threefry2x32_lanes<lanes>(key, x0, x1);
+      const std::size_t n = count - j0 < lanes ? count - j0 : lanes;
+      for (std::size_t l = 0; l < n; ++l) out[j0 + l] = value<Kind>({x0[l], x1[l]});
+    }
+  }
+  void fill_run(std::uint64_t first, std::size_t count, T* out) const {
+    switch (kind) {
+      case distribution_kind::uniform:
+        return fill_run_of<distribution_kind::uniform>(first, count, out);
+      case distribution_kind::normal:
+        return fill_run_of<distribution_kind::normal>(first, count, out);
+      case distribution_kind::truncated_normal:
+        return fill_run_of<distribution_kind::truncated_normal>(first, count, out);
+      case distribution_kind::bernoulli:
+        return fill_run_of<distribution_kind::bernoulli>(first, count, out);
+    }
+  }
+
+  T operator()(std::uint64_t i) const {
+    T v{};
+    fill_run(i, 1, &v);
+    return v;
   }
 };
 
@@ -93,7 +130,7 @@ void fill_box(const element_rule<T>& rule, const shape<Rank>& global, const shap
   for (;;) {
     std::uint64_t first = 0;  // the row's first global row-major index
     for (std::size_t d = 0; d < Rank; ++d) first = first * global[d] + origin[d] + at[d];
-    for (std::size_t j = 0; j < run; ++j) out[j] = rule(first + j);
+    rule.fill_run(first, run, out);
     out += run;
     std::size_t d = Rank - 1;
     for (;;) {

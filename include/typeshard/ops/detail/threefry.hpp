@@ -10,6 +10,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -35,6 +36,36 @@ constexpr std::array<std::uint32_t, 2> threefry2x32(std::array<std::uint32_t, 2>
     }
   }
   return {x0, x1};
+}
+
+// threefry2x32_lanes<Lanes>(key, x0, x1): threefry2x32<20> of the counters (x0[l], x1[l]),
+// in place, every round applied to all lanes before the next (independent lanes the compiler
+// can interleave or vectorise, rather than one 20-round dependency chain at a time).
+template <std::size_t Lanes>
+constexpr void threefry2x32_lanes(std::array<std::uint32_t, 2> key, std::uint32_t* x0,
+                                  std::uint32_t* x1) {
+  constexpr unsigned rotation[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  const std::uint32_t ks[3] = {key[0], key[1], 0x1BD11BDAu ^ key[0] ^ key[1]};
+  for (std::size_t l = 0; l < Lanes; ++l) {
+    x0[l] += ks[0];
+    x1[l] += ks[1];
+  }
+  for (unsigned r = 0; r < 20; ++r) {
+    const int rot = static_cast<int>(rotation[r % 8]);
+    for (std::size_t l = 0; l < Lanes; ++l) {
+      x0[l] += x1[l];
+      x1[l] = std::rotl(x1[l], rot);
+      x1[l] ^= x0[l];
+    }
+    if (r % 4 == 3) {
+      const unsigned s = r / 4 + 1;
+      const std::uint32_t a = ks[s % 3], b = ks[(s + 1) % 3] + s;
+      for (std::size_t l = 0; l < Lanes; ++l) {
+        x0[l] += a;
+        x1[l] += b;
+      }
+    }
+  }
 }
 
 // The cipher's two words for the element at global row-major index i (its counter is i's
@@ -64,12 +95,10 @@ constexpr T uniform_value(std::array<std::uint32_t, 2> w, T lo, T hi) {
   return v < lo ? lo : v;
 }
 
-// erfinv(x) for x in (-1, 1): Giles' single-precision approximation ("Approximating the erfinv
-// function", GPU Computing Gems, 2011), then two Newton steps on erf in double, which bring it
-// to double precision away from the far tails.
-inline double erfinv(double x) {
-  if (!(x > -1.0)) return -std::numeric_limits<double>::infinity();
-  if (!(x < 1.0)) return std::numeric_limits<double>::infinity();
+// erfinv_giles(x) for x in (-1, 1): Giles' single-precision approximation ("Approximating the
+// erfinv function", GPU Computing Gems, 2011; XLA's float32 ErfInv), relative error below
+// 4e-7 on (-1, 1) away from the ends.
+inline double erfinv_giles(double x) {
   double w = -std::log((1.0 - x) * (1.0 + x));
   double p;
   if (w < 5.0) {
@@ -95,11 +124,27 @@ inline double erfinv(double x) {
     p = 1.00167406 + p * w;
     p = 2.83297682 + p * w;
   }
-  double y = p * x;
+  return p * x;
+}
+
+// erfinv(x) for x in (-1, 1) to double precision: Giles' approximation, then two Newton
+// steps on erf.
+inline double erfinv(double x) {
+  if (!(x > -1.0)) return -std::numeric_limits<double>::infinity();
+  if (!(x < 1.0)) return std::numeric_limits<double>::infinity();
+  double y = erfinv_giles(x);
   constexpr double two_over_sqrt_pi = 1.1283791670955126;
   for (int step = 0; step < 2; ++step)
     y -= (std::erf(y) - x) / (two_over_sqrt_pi * std::exp(-y * y));
   return y;
+}
+
+// erfinv_for<T>(x): what a T needs: Giles' approximation (evaluated in double) for float,
+// erfinv for double.
+template <class T>
+inline double erfinv_for(T x) {
+  if constexpr (sizeof(T) == 4) return erfinv_giles(static_cast<double>(x));
+  else return erfinv(x);
 }
 
 }  // namespace typeshard::random::detail
