@@ -23,20 +23,31 @@
 
 namespace typeshard::checkpoint::detail {
 
-// crc32(data, n, crc): zlib's CRC-32 (polynomial 0xEDB88320), continuing from crc.
+// crc32(data, n, crc): zlib's CRC-32 (reflected polynomial 0xEDB88320), continuing from crc;
+// eight bytes per step through eight tables ("slicing-by-8").
 inline std::uint32_t crc32(const void* data, std::size_t n, std::uint32_t crc = 0) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
+  using tables = std::array<std::array<std::uint32_t, 256>, 8>;
+  static const tables t = [] {
+    tables out{};
     for (std::uint32_t i = 0; i < 256; ++i) {
       std::uint32_t c = i;
       for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
+      out[0][i] = c;
     }
-    return t;
+    for (std::size_t s = 1; s < 8; ++s)
+      for (std::uint32_t i = 0; i < 256; ++i)
+        out[s][i] = (out[s - 1][i] >> 8) ^ out[0][out[s - 1][i] & 0xFF];
+    return out;
   }();
   const auto* p = static_cast<const unsigned char*>(data);
   crc = ~crc;
-  for (std::size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
+  for (; n >= 8; n -= 8, p += 8) {
+    const std::uint32_t lo = crc ^ (std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 |
+                                    std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24);
+    crc = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
+          t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
+  }
+  for (; n > 0; --n, ++p) crc = t[0][(crc ^ *p) & 0xFF] ^ (crc >> 8);
   return ~crc;
 }
 
