@@ -320,7 +320,8 @@ TEST_CASE("dropout: the gradient uses the forward's mask, the same on any mesh",
   ts::cpu_devices devices{8};
   const ts::device_mesh<mesh_2x4> m{devices};
   const ts::device_mesh<mesh_1> one{devices, {2}};
-  const auto [kw, kc, kd] = tr::split<3>(tr::key(11));
+  const auto keys = tr::split<3>(tr::key(11));  // (not a structured binding: lambdas capture kd)
+  const tr::prng_key kw = keys[0], kc = keys[1], kd = keys[2];
   const ts::shape<2> extents{6, 5};  // uneven over both axes
   const double rate = 0.25;
   const auto w = tr::normal<ts::spec<"x", "y">, double>(kw, m, extents);
