@@ -26,6 +26,7 @@
 #include "array/host_tensor.hpp"
 #include "core/layout.hpp"
 #include "ops/matmul.hpp"
+#include "ops/move.hpp"
 #include "ops/optim.hpp"
 #include "plan/einsum_plan.hpp"
 #include "plan/grad_plan.hpp"
