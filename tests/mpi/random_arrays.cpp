@@ -1,11 +1,14 @@
 // ts::random under MPI: each rank draws only its own shards, and the array (gathered with
 // to_host) equals, element for element, the one the thread backend draws on one device and on
 // 2x4 with another spec, for each distribution, even and uneven extents, ranks 1 to 3.
+// And ts::device_put<Spec>(a, target) between sets of ranks and mesh types (messages between
+// the ranks, ops/move.hpp): the same values as drawn on the threads.
 #include "support.hpp"
 
 #include <cstddef>
 #include <vector>
 
+#include <typeshard/ops/move.hpp>
 #include <typeshard/ops/random.hpp>
 
 namespace {
@@ -64,5 +67,35 @@ TEST_CASE("random arrays drawn on MPI ranks equal the thread backend's", "[mpi][
                                                             seed);
     check<mesh_2x2, ts::spec<ts::none, ts::axes("y", "x")>, ts::spec<ts::none, "x", "y">>(
         {3, 1, 2, 0}, ts::shape<3>{2, 11, 5}, seed);
+  }
+}
+
+TEST_CASE("device_put moves arrays between sets of ranks and mesh types", "[mpi][move]") {
+  const std::size_t n = mpi_test::devices().process_count();
+  const unsigned seed = mpi_test::shared_seed();
+  INFO("seed " << seed);
+  ts::cpu_devices threads{8};
+  const ts::device_mesh<mesh_1> one{threads, {2}};
+  const ts::shape<2> e{13, 7};  // uneven
+  const tr::prng_key k = tr::key(seed);
+  const auto expected = ts::to_host(tr::normal<ts::spec<>>(k, one, e));
+  const ts::device_mesh<mesh_2> pair{mpi_test::devices(), {0, n - 1}};
+  const ts::device_mesh<mesh_1> last{mpi_test::devices(), {n - 1}};
+  const auto a = tr::normal<ts::spec<"x", ts::none>>(k, pair, e);
+  const auto on_last = ts::device_put<ts::spec<>>(a, last);  // 2 ranks -> 1
+  REQUIRE(ts::to_host(on_last) == expected);
+  const auto back = ts::device_put<ts::spec<ts::none, "x">>(on_last, pair);  // 1 -> 2, other spec
+  REQUIRE(ts::to_host(back) == expected);
+  if (n >= 4) {
+    const ts::device_mesh<mesh_2x2> four{mpi_test::devices(), {3, 1, 0, 2}};
+    const auto b = ts::device_put<ts::spec<"y", "x">>(a, four);  // 2 ranks -> 2x2
+    REQUIRE(ts::to_host(b) == expected);
+    const ts::device_mesh<mesh_2> other{mpi_test::devices(), {2, 1}};
+    const auto c = ts::device_put<ts::spec<ts::none, "x">>(b, other);  // 2x2 -> 2 other ranks
+    REQUIRE(ts::to_host(c) == expected);
+    const auto r = ts::device_put<ts::spec<>>(c, four);  // replicated on 4 ranks
+    REQUIRE(ts::to_host(r) == expected);
+    const auto plan = ts::plan_device_put<ts::spec<ts::none, "x">>(b, other);
+    REQUIRE(plan.bytes_moved() + plan.bytes_kept() == 13 * 7 * sizeof(float));
   }
 }

@@ -220,3 +220,40 @@ TEST_CASE("a move holds no more than the target's blocks", "[move]") {
   REQUIRE(peak < 64 * 1024);
   require_same(moved, a);
 }
+
+TEST_CASE("the message schedule (MPI's) moves the same values on the thread pool", "[move]") {
+  INFO(ts_test::seed_message());
+  std::mt19937_64 rng(ts_test::seed() + 1);
+  ts::cpu_devices devices{8};
+  const ts::device_mesh<mesh_2x2> low{devices, {0, 1, 2, 3}}, high{devices, {6, 4, 7, 5}};
+  const ts::device_mesh<mesh_2x4> all{devices, {3, 0, 7, 1, 6, 2, 5, 4}};
+  const ts::device_mesh<mesh_3> odd{devices, {5, 3, 1}};
+  auto by_messages = [](const auto& a, const auto& target_array) {
+    using R = std::remove_cvref_t<decltype(target_array)>;
+    const auto from = a.placement();
+    const auto to = target_array.placement();
+    const ts::move_plan plan =
+        ts::detail::plan_move(from, to, a.extents(), sizeof(typename R::value_type));
+    // Every round: each device sends at most one box and receives at most one.
+    for (const auto& round : ts::detail::move_rounds(plan))
+      for (std::size_t i = 0; i < round.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j) {
+          REQUIRE(plan.transfers[round[i]].from_device != plan.transfers[round[j]].from_device);
+          REQUIRE(plan.transfers[round[i]].to_device != plan.transfers[round[j]].to_device);
+        }
+    return R(ts::adopt_shards, target_array.device_mesh(), a.extents(),
+             ts::detail::run_move_by_messages<typename R::value_type, R::rank>(
+                 plan, from, to, a.extents(), *a.shared_shards()));
+  };
+  for (int round = 0; round < 6; ++round) {
+    const ts::shape<2> e2{random_extent(rng), random_extent(rng)};
+    INFO("extents " << ts::to_string(e2));
+    const auto a = tr::normal<ts::spec<"x", "y">>(tr::key(rng()), low, e2);
+    require_same(by_messages(a, ts::device_put<ts::spec<"model", "data">>(a, all)), a);
+    require_same(by_messages(a, ts::device_put<ts::spec<"y", "x">>(a, high)), a);
+    require_same(by_messages(a, ts::device_put<ts::spec<ts::none, "a">>(a, odd)), a);
+    const auto r = ts::device_put<ts::spec<>>(a, all);  // replicated: 8 receivers of each box
+    require_same(by_messages(r, ts::device_put<ts::spec<"a">>(r, odd)), a);
+    require_same(by_messages(r, ts::device_put<ts::spec<>>(r, low)), a);
+  }
+}

@@ -9,8 +9,9 @@
 // Onto the same devices with the same mesh type, this is ts::reshard<Spec>(a, target) (the
 // collectives of its plan). Otherwise, in one process (the thread pool), each target device
 // copies the boxes it needs straight from the source blocks, a box held on its own device
-// staying there; across MPI processes the move still goes through the host (to_host, then
-// device_put: every process calls it).
+// staying there; on MPI the boxes travel as messages (rounds of permutes over the union of the
+// two device sets, one box in flight per rank and direction), and every rank of either mesh
+// calls it.
 #pragma once
 
 #include <cstddef>

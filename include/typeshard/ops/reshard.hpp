@@ -108,10 +108,10 @@ auto reshard(const A& a) {
 // same mesh type. Onto the same devices (of the same backend), in any order: the array is
 // resharded where it is, then each block moves to the device that holds its position in
 // the target (one permute). Onto another device set (JAX's device_put onto other devices):
-// in one process, each target device copies the boxes it needs from the source blocks
-// (ops/move.hpp's plan); across MPI processes, through the host, to_host then device_put,
-// which every process must call (to_host reaches processes outside the source mesh by a
-// broadcast).
+// each target device gets the boxes it needs from the source blocks (ops/move.hpp's plan:
+// copies in one process, messages between MPI ranks, which every rank of either mesh calls);
+// between two backends across processes, through the host (to_host then device_put, which
+// every process calls).
 template <spec_type Spec, sharded_array_type A>
 auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target) {
   using Mesh = typename A::mesh_type;

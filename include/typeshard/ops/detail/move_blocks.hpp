@@ -147,12 +147,145 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> run_move_in_process(
   return out;
 }
 
+// The rounds in which a plan's moving transfers run as messages: in each round a device sends
+// at most one box and receives at most one (greedily, in plan order; the same rounds on every
+// process, which all compute the plan from the layouts).
+inline std::vector<std::vector<std::size_t>> move_rounds(const move_plan& plan) {
+  std::vector<std::size_t> remaining;
+  for (std::size_t t = 0; t < plan.transfers.size(); ++t)
+    if (plan.transfers[t].moves()) remaining.push_back(t);
+  std::vector<std::vector<std::size_t>> rounds;
+  while (!remaining.empty()) {
+    std::vector<std::size_t> round, later;
+    std::vector<device_id> senders, receivers;
+    for (std::size_t t : remaining) {
+      const move_transfer& x = plan.transfers[t];
+      const bool busy =
+          std::find(senders.begin(), senders.end(), x.from_device) != senders.end() ||
+          std::find(receivers.begin(), receivers.end(), x.to_device) != receivers.end();
+      if (busy) {
+        later.push_back(t);
+      } else {
+        round.push_back(t);
+        senders.push_back(x.from_device);
+        receivers.push_back(x.to_device);
+      }
+    }
+    rounds.push_back(std::move(round));
+    remaining = std::move(later);
+  }
+  return rounds;
+}
+
+// Runs `plan` on one backend whose devices may live in other processes (MPI): over the union
+// of the source and target devices, each round one permute in which a device sends the box
+// packed from its source block (one transfer buffer) and receives one into its target block;
+// boxes that stay on their device are copied locally. No process holds more than its own
+// blocks and one box in flight each way.
+template <class T, std::size_t Rank>
+TYPESHARD_NOINLINE std::vector<buffer<T>> run_move_by_messages(
+    const move_plan& plan, const placement<Rank>& from, const placement<Rank>& to,
+    const shape<Rank>& global, const std::vector<buffer<T>>& source) {
+  std::vector<device_id> devices(from.devices.begin(), from.devices.end());
+  for (device_id d : to.devices)
+    if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+  std::vector<std::size_t> members(devices.size());
+  for (std::size_t i = 0; i < members.size(); ++i) members[i] = i;
+  auto member_of = [&](device_id d) {
+    return static_cast<std::size_t>(std::find(devices.begin(), devices.end(), d) -
+                                    devices.begin());
+  };
+  const std::vector<std::vector<std::size_t>> rounds = move_rounds(plan);
+  std::vector<buffer<T>> out(to.mesh.size);
+  auto box_in = [&](const placement<Rank>& at, std::size_t position, shape<Rank>& origin,
+                    shape<Rank>& local) {
+    box_of(index_of(at.mesh, at.spec, global, position), origin, local);
+  };
+  from.b.run(devices, [&](std::size_t i) {
+    const device_id d = devices[i];
+    std::size_t q = to.mesh.size;  // this device's target position, if any
+    for (std::size_t k = 0; k < to.mesh.size; ++k)
+      if (to.devices[k] == d) q = k;
+    shape<Rank> t_origin{}, t_local{};
+    buffer<T> block;
+    if (q < to.mesh.size) {
+      box_in(to, q, t_origin, t_local);
+      std::size_t count = 1;
+      for (std::size_t e : t_local) count *= e;
+      block = buffer<T>(count);
+    }
+    // Copies box t.box from `src` (whose box starts at s_origin, extents s_local) to `dst`.
+    auto copy = [&](const move_transfer& t, const T* src, const shape<Rank>& s_origin,
+                    const shape<Rank>& s_local, T* dst, const shape<Rank>& d_origin,
+                    const shape<Rank>& d_local) {
+      shape<Rank> src_at{}, dst_at{}, extent{};
+      for (std::size_t k = 0; k < Rank; ++k) {
+        src_at[k] = t.box[k].start - s_origin[k];
+        dst_at[k] = t.box[k].start - d_origin[k];
+        extent[k] = t.box[k].size();
+      }
+      copy_box<T, Rank>(src, s_local, src_at, dst, d_local, dst_at, extent);
+    };
+    for (const move_transfer& t : plan.transfers)  // what stays on this device
+      if (!t.moves() && t.to_device == d) {
+        shape<Rank> s_origin{}, s_local{};
+        box_in(from, t.from_position, s_origin, s_local);
+        copy(t, source[t.from_position].data(), s_origin, s_local, block.data(), t_origin,
+             t_local);
+      }
+    buffer<T> send_buffer, recv_buffer;
+    for (const std::vector<std::size_t>& round : rounds) {
+      const move_transfer* sending = nullptr;
+      const move_transfer* receiving = nullptr;
+      for (std::size_t k : round) {
+        if (plan.transfers[k].from_device == d) sending = &plan.transfers[k];
+        if (plan.transfers[k].to_device == d) receiving = &plan.transfers[k];
+      }
+      std::size_t send_count = 0, recv_count = 0;
+      if (sending) {
+        shape<Rank> s_origin{}, s_local{}, zero{}, extent{};
+        box_in(from, sending->from_position, s_origin, s_local);
+        for (std::size_t k = 0; k < Rank; ++k) {
+          zero[k] = sending->box[k].start;  // the packed box's own origin
+          extent[k] = sending->box[k].size();
+        }
+        send_count = sending->bytes / sizeof(T);
+        if (send_buffer.size() < send_count) send_buffer = buffer<T>(send_count);
+        copy(*sending, source[sending->from_position].data(), s_origin, s_local,
+             send_buffer.data(), zero, extent);
+      }
+      if (receiving) {
+        recv_count = receiving->bytes / sizeof(T);
+        if (recv_buffer.size() < recv_count) recv_buffer = buffer<T>(recv_count);
+      }
+      from.b.permute(collective_group{members, i, {}, "move to other devices"},
+                     element_type_of<T>, send_buffer.data(), send_count,
+                     sending ? member_of(sending->to_device) : no_peer, recv_buffer.data(),
+                     recv_count, receiving ? member_of(receiving->from_device) : no_peer);
+      if (receiving) {
+        shape<Rank> r_origin{}, r_local{};
+        for (std::size_t k = 0; k < Rank; ++k) {
+          r_origin[k] = receiving->box[k].start;
+          r_local[k] = receiving->box[k].size();
+        }
+        copy(*receiving, recv_buffer.data(), r_origin, r_local, block.data(), t_origin,
+             t_local);
+      }
+    }
+    if (q < to.mesh.size) out[q] = std::move(block);
+  });
+  return out;
+}
+
 // Whether every device of b lives in this process (the thread pool; MPI with one rank).
 inline bool in_process(const backend& b) { return b.process_count() == 1; }
 
 // move_array<Spec>(a, target): a (fully reduced) on target, sharded by Spec, any mesh type.
 // In one process: the plan's copies, each target device assembling its own block. Across
-// processes (MPI): through the host (to_host, then device_put), which every process calls.
+// processes on one backend (MPI): the plan's transfers as messages, in rounds of permutes
+// over the union of the two device sets, which every device of that union takes part in.
+// Between two backends across processes: through the host (to_host, then device_put), which
+// every process calls.
 template <spec_type Spec, class T, class Mesh, class S, class E, mesh_type Target>
 sharded_array<T, Target, Spec, E> move_array(const sharded_array<T, Mesh, S, E>& a,
                                              const device_mesh<Target>& target) {
@@ -164,6 +297,12 @@ sharded_array<T, Target, Spec, E> move_array(const sharded_array<T, Mesh, S, E>&
     const move_plan plan = plan_move<Rank>(from, to, a.extents(), sizeof(T));
     return result(adopt_shards, target, a.extents(),
                   run_move_in_process<T, Rank>(plan, from, to, a.extents(), *a.shared_shards()));
+  }
+  if (&from.b == &to.b) {
+    const move_plan plan = plan_move<Rank>(from, to, a.extents(), sizeof(T));
+    return result(adopt_shards, target, a.extents(),
+                  run_move_by_messages<T, Rank>(plan, from, to, a.extents(),
+                                                *a.shared_shards()));
   }
   return device_put<Spec, E>(target, to_host(a));
 }
