@@ -265,8 +265,10 @@ TEST_CASE("CRC-32 is zlib's, and JSON round-trips", "[checkpoint]") {
   for (const std::size_t split : {0, 1, 7, 8, 9, 500, 999})  // continuing gives the same
     REQUIRE(d::crc32(bytes.data() + split, bytes.size() - split, d::crc32(bytes.data(), split)) ==
             d::crc32(bytes.data(), bytes.size()));
-  const std::string text = R"({"a":[1,2,{"b":"x\"y\\z"}],"c":true,"d":null,"e":18446744073709551615})";
+  const std::string text =
+      R"({"a":[1,2,{"b":"x\"y\\z"}],"c":true,"d":null,"e":18446744073709551615})";
   REQUIRE(d::to_json(d::parse_json(text)) == text);
-  for (const char* bad : {"{", "[1,]", "{\"a\" 1}", "1.5", "-1", "\"x", "{} x", "18446744073709551616"})
+  for (const char* bad :
+       {"{", "[1,]", "{\"a\" 1}", "1.5", "-1", "\"x", "{} x", "18446744073709551616"})
     REQUIRE_THROWS_AS(d::parse_json(bad), d::json_error);
 }

@@ -5,8 +5,8 @@
 //   auto [kw, kb] = ts::random::split(k);
 //   auto W = ts::random::normal<ts::spec<ts::none, "x">>(kw, m, ts::shape<2>{512, 2048});
 //   auto U = ts::random::uniform<ts::spec<"x">, double>(kb, m, ts::shape<1>{n}, -1.0, 1.0);
-//   auto T = ts::random::truncated_normal<ts::spec<"x", "y">>(k, -2.0, 2.0, m, {64, 64});
-//   auto D = ts::random::bernoulli<ts::spec<"x", ts::none>>(k, 0.9, m, {32, 128});  // 0 or 1
+//   auto T = ts::random::truncated_normal<ts::spec<"x", "y">>(k, -2.0, 2.0, m, ts::shape<2>{8, 8});
+//   auto D = ts::random::bernoulli<ts::spec<"x">>(k, 0.9, m, ts::shape<2>{32, 128});  // 0 or 1
 //
 // The arguments follow jax.random's order, with the device mesh and global extents where JAX
 // takes the shape. The element at global row-major index i is a function of the key and i

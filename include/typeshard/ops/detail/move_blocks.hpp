@@ -50,8 +50,9 @@ struct move_plan {
     return n;
   }
   std::size_t messages() const {
-    return static_cast<std::size_t>(std::count_if(transfers.begin(), transfers.end(),
-                                                  [](const move_transfer& t) { return t.moves(); }));
+    std::size_t n = 0;
+    for (const move_transfer& t : transfers) n += t.moves() ? 1 : 0;
+    return n;
   }
 
   // "move NamedSharding(...) -> NamedSharding(...): 6 transfers, 1024 bytes moved, ..." and
