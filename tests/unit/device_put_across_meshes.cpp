@@ -53,6 +53,34 @@ void* operator new(std::size_t n) { return counted_alloc(n, alignof(std::max_ali
 void* operator new[](std::size_t n) { return counted_alloc(n, alignof(std::max_align_t)); }
 void* operator new(std::size_t n, std::align_val_t a) { return counted_alloc(n, std::size_t(a)); }
 void* operator new[](std::size_t n, std::align_val_t a) { return counted_alloc(n, std::size_t(a)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted_alloc(n, alignof(std::max_align_t));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept {
+  return operator new(n, t);
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  try {
+    return counted_alloc(n, std::size_t(a));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t& t) noexcept {
+  return operator new(n, a, t);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  counted_free(p);
+}
 void operator delete(void* p) noexcept { counted_free(p); }
 void operator delete[](void* p) noexcept { counted_free(p); }
 void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
@@ -209,15 +237,24 @@ TEST_CASE("a move holds no more than the target's blocks", "[move]") {
   const std::size_t array_bytes = 512 * 768 * sizeof(float);
   // Warm the pool and the threads once, then measure a second move.
   { const auto warm = ts::device_put<ts::spec<"model", "data">>(a, all); }
+  // Whether shard blocks come through operator new (under AddressSanitizer, where typeshard's
+  // block pool and mappings are off) or not (mappings of their own, the pool).
+  std::size_t probe_bytes = live_bytes.load();
+  {
+    const ts::detail::buffer<float> probe(std::size_t{1} << 16);
+    probe_bytes = live_bytes.load() - probe_bytes;
+  }
+  const std::size_t blocks = probe_bytes >= (std::size_t{1} << 16) * sizeof(float) ? array_bytes
+                                                                                   : 0;
   const std::size_t before = live_bytes.load();
   peak_bytes = before;
   const auto moved = ts::device_put<ts::spec<"model", "data">>(a, all);
   const std::size_t peak = peak_bytes.load() - before;
   INFO("peak " << peak << " bytes above the start, the array is " << array_bytes);
-  // Shard blocks come from typeshard's block allocator (its pool, or mappings of their own);
-  // everything else a move allocates goes through operator new, counted here: only the
-  // plan's bookkeeping, never a copy of the array (a trip through the host holds one).
-  REQUIRE(peak < 64 * 1024);
+  // Besides the target's blocks (counted here only where they come through operator new), a
+  // move allocates the plan's bookkeeping, never a copy of the array (a trip through the host
+  // holds one).
+  REQUIRE(peak < blocks + 64 * 1024);
   require_same(moved, a);
 }
 
