@@ -12,7 +12,6 @@
 #include "array/block.hpp"
 #include "array/block_elementwise.hpp"
 #include "array/block_matmul.hpp"
-#include "ops/checkpoint.hpp"
 #include "ops/collectives.hpp"
 #include "ops/dims.hpp"
 #include "array/device_mesh.hpp"
