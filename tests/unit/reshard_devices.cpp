@@ -68,7 +68,7 @@ TEST_CASE("reshard onto a different device set, or another backend's devices, mo
   for (const auto& s : moved.addressable_shards()) CHECK(s.device.id >= 4);
   CHECK(ts::to_host(ts::device_put(y, second)) == host);
 
-  // Devices of another backend (another pool of threads): through the host as well.
+  // Devices of another backend (another pool of threads, in the same process): moved too.
   ts::cpu_devices other{4};
   ts::device_mesh<mesh_2x2> elsewhere{other};
   const auto there = ts::reshard<ts::spec<"x", "y">>(y, elsewhere);

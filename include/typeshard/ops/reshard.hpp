@@ -34,6 +34,7 @@
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/unreduced_from.hpp"
 #include "detail/executor.hpp"
+#include "detail/move_blocks.hpp"
 #include "../array/device_mesh.hpp"
 #include "../core/errors.hpp"
 #include "../plan/reshard_plan.hpp"
@@ -107,8 +108,10 @@ auto reshard(const A& a) {
 // same mesh type. Onto the same devices (of the same backend), in any order: the array is
 // resharded where it is, then each block moves to the device that holds its position in
 // the target (one permute). Onto another device set (JAX's device_put onto other devices):
-// through the host, to_host then device_put, which on MPI every process must call (to_host
-// reaches processes outside the source mesh by a broadcast).
+// each target device gets the boxes it needs from the source blocks (ops/move.hpp's plan:
+// copies in one process, messages between MPI ranks, which every rank of either mesh calls);
+// between two backends across processes, through the host (to_host then device_put, which
+// every process calls).
 template <spec_type Spec, sharded_array_type A>
 auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target) {
   using Mesh = typename A::mesh_type;
@@ -120,7 +123,7 @@ auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target) {
   if (source == target) return here;
   if (&source.get_backend() != &target.get_backend() ||
       !detail::same_device_set(source.devices(), target.devices()))
-    return device_put<Spec, typename result::extents_type>(target, to_host(here));
+    return detail::move_array<Spec>(here, target);
   {
     // Device source.devices()[p] holds position p's block; it must end up holding the
     // block of the target position q with target.devices()[q] == source.devices()[p].

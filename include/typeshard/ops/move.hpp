@@ -1,0 +1,54 @@
+// typeshard/ops/move.hpp: move an array onto another device mesh of any mesh type and any
+// spec (jax.device_put(x, NamedSharding(other_mesh, P(...))), DTensor's redistribute onto
+// another DeviceMesh), planned as transfers of the boxes where source and target shards
+// overlap: no host or device ever holds more than its own blocks.
+//
+//   auto B = ts::device_put<ts::spec<"data", "model">>(A, mesh_4x2);   // A on a 2x2 mesh
+//   std::cout << ts::plan_device_put<ts::spec<"data", "model">>(A, mesh_4x2).describe();
+//
+// Onto the same devices with the same mesh type, this is ts::reshard<Spec>(a, target) (the
+// collectives of its plan). Otherwise, in one process (the thread pool), each target device
+// copies the boxes it needs straight from the source blocks, a box held on its own device
+// staying there; on MPI the boxes travel as messages (rounds of permutes over the union of the
+// two device sets, one box in flight per rank and direction), and every rank of either mesh
+// calls it.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "../array/device_mesh.hpp"
+#include "../array/sharded_array.hpp"
+#include "../core/mesh.hpp"
+#include "../core/spec.hpp"
+#include "detail/move_blocks.hpp"
+#include "reshard.hpp"
+
+namespace typeshard {
+
+// plan_device_put<Spec>(a, target): the transfers device_put<Spec>(a, target) makes in one
+// process: move_plan's transfers, bytes_moved() (between devices), bytes_kept(), describe().
+template <spec_type Spec, sharded_array_type A, mesh_type Target>
+[[nodiscard]] move_plan plan_device_put(const A& a, const device_mesh<Target>& target) {
+  using result = sharded_array<typename A::value_type, Target, Spec, typename A::extents_type>;
+  constexpr std::size_t Rank = A::rank;
+  move_plan plan = detail::plan_move<Rank>(
+      a.placement(), detail::placement_of<Target, typename result::spec, Rank>(target),
+      a.extents(), sizeof(typename A::value_type));
+  plan.from = A::sharding_string();
+  plan.to = result::sharding_string();
+  return plan;
+}
+
+// device_put<Spec>(a, target): the same values on device mesh `target` (any mesh type),
+// sharded by Spec; a must be fully reduced (reshard or psum it first).
+template <spec_type Spec, sharded_array_type A, mesh_type Target>
+  requires(A::unreduced_type::empty)
+[[nodiscard]] auto device_put(const A& a, const device_mesh<Target>& target) {
+  if constexpr (std::is_same_v<typename A::mesh_type, Target>)
+    return reshard<Spec>(a, target);  // same devices: collectives; others: the move below
+  else
+    return detail::move_array<Spec>(a, target);
+}
+
+}  // namespace typeshard
