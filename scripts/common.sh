@@ -6,7 +6,7 @@ TS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Everything a full `scripts/test` run needs on a fresh Debian 12 (bookworm).
 # libopenblas0-serial: the serial OpenBLAS, only for TYPESHARD_OPENBLAS_FLAVOR=serial builds;
 # libclang-rt-14-dev: clang's sanitizer runtimes (TSan stage); libfftw3-dev: reserved for the
-# library's FFT kernels.
+# library's FFT kernels; python3-numpy: tests/python (a checkpoint read back with numpy).
 # shellcheck disable=SC2034 # used by the scripts that source this file
 TS_TEST_PACKAGES=(
   cmake ninja-build g++ clang libclang-rt-14-dev
@@ -14,6 +14,7 @@ TS_TEST_PACKAGES=(
   libopenblas-dev libopenblas0-serial
   libopenmpi-dev openmpi-bin
   libfftw3-dev
+  python3-numpy
 )
 # What scripts/demo needs (a Release build of one example).
 # shellcheck disable=SC2034
