@@ -59,13 +59,17 @@ auto mixed_einsum_transpose(const G& g, const Other& other) {
 }
 }  // namespace detail
 
-// astype<U>(x) on a traced x: the cast, whose backward casts the cotangent back.
+// astype<U>(x) on a traced x: the cast, whose backward casts the cotangent back (x itself when
+// its elements are U already).
 template <class U, traced_type X>
 [[nodiscard]] auto astype(const X& x) {
   using T = typename X::value_type;
-  return detail::record(
-      typeshard::astype<U>(x.value()), x,
-      [](const auto& g) { return typeshard::astype<T>(g); }, &detail::describe_astype);
+  if constexpr (std::is_same_v<T, U>)
+    return x;
+  else
+    return detail::record(
+        typeshard::astype<U>(x.value()), x,
+        [](const auto& g) { return typeshard::astype<T>(g); }, &detail::describe_astype);
 }
 
 // einsum<Subscripts[, OutSpec]>(a, b, preferred_element<U>) with a traced operand.
