@@ -62,7 +62,8 @@ void softmax_block(backend& b, std::size_t p, const T* x, const shape<Rank>& s, 
     switch (st.kind) {
       case step_kind::local_reduce:
         if (reductions++ == 0) {  // the row maximum
-          for (std::size_t r = 0; r < rows; ++r) max.data()[r] = -std::numeric_limits<A>::infinity();
+          for (std::size_t r = 0; r < rows; ++r)
+            max.data()[r] = -std::numeric_limits<A>::infinity();
           for (std::size_t o = 0; o < outer; ++o)
             for (std::size_t k = 0; k < n; ++k)
               for (std::size_t i = 0; i < inner; ++i)

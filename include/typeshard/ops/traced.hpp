@@ -12,11 +12,9 @@
 // ts::einsum, ts::matmul (the "...ij,...jk->...ik" einsum), + - * / with broadcasting and
 // scalars, unary -, exp log tanh relu sin cos sqrt, ts::sum and ts::mean (Dims, keep_dims,
 // an output spec), ts::softmax and ts::log_softmax, ts::reshard, ts::psum, ts::permute,
-// ts::transpose (permute<1, 0>), ts::split_dim, ts::merge_dims; for mixed precision
-// ts::astype (the backward casts back) and einsum / matmul with preferred_element
-// (detail/traced_mixed.hpp: float master weights, bf16 compute, float gradients). Each
-// backward is itself one of these ops on global arrays (plan/grad_plan.hpp), so its
-// collectives are planned at compile time:
+// ts::transpose (permute<1, 0>), ts::split_dim, ts::merge_dims. Each backward is itself one
+// of these ops on global arrays (plan/grad_plan.hpp), so its collectives are planned at
+// compile time:
 //   einsum       d lhs = einsum<"out,rhs->lhs">(d out, rhs), d rhs likewise, then resharded
 //                to the operand's spec (the all-reduce of Megatron's dX = dH W1^T is this
 //                reshard of a result unreduced over "model");
@@ -37,6 +35,8 @@
 #include "detail/traced_dims.hpp"
 #include "detail/traced_einsum.hpp"
 #include "detail/traced_elementwise.hpp"
-#include "detail/traced_mixed.hpp"
 #include "detail/traced_reduce.hpp"
 #include "detail/traced_value.hpp"
+// Mixed precision on traced values: ts::astype (the backward casts back) and einsum / matmul
+// with preferred_element (float master weights, bf16 compute, float gradients).
+#include "detail/traced_mixed.hpp"

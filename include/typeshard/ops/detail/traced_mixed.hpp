@@ -81,8 +81,10 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class
   const AV& av = detail::value_of(a);
   const BV& bv = detail::value_of(b);
   using forward = decltype(typeshard::einsum<Subscripts, OutSpec>(av, bv, pe));
-  constexpr bool lhs_ok = !traced_type<A> || detail::einsum_check_differentiable<Subscripts, true>();
-  constexpr bool rhs_ok = !traced_type<B> || detail::einsum_check_differentiable<Subscripts, false>();
+  constexpr bool lhs_ok =
+      !traced_type<A> || detail::einsum_check_differentiable<Subscripts, true>();
+  constexpr bool rhs_ok =
+      !traced_type<B> || detail::einsum_check_differentiable<Subscripts, false>();
   if constexpr (std::is_same_v<typename AV::value_type, U>) {
     return typeshard::einsum<Subscripts, OutSpec>(a, b);  // the ordinary traced einsum
   } else if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> || !lhs_ok || !rhs_ok ||
