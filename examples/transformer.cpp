@@ -20,6 +20,10 @@
 //   --mesh 2x2 (or TYPESHARD_TRANSFORMER_MESH=2x2): the same model on a 2 x 2 mesh of devices
 //   0-3 (under mpirun -np 4); the default is the 2 x 4 mesh.
 //   --steps N: train N steps (no threshold check unless N is the default).
+//   --bf16: mixed precision on the 2 x 4 mesh (support/transformer_model.hpp: float master
+//   weights, bf16 products accumulated in float, bf16 attention probabilities), to the same
+//   loss threshold; the collective budget is not checked (each gradient is reduced over
+//   "data" in the backward, in float, before ZeRO's update).
 //
 // Every number printed but the timings is deterministic (fixed seeds; collectives sum in rank
 // order), so runs on the MPI backend can be compared with it.
@@ -134,13 +138,13 @@ void print_report(const ts::communication_report& r) {
             << "\n";
 }
 
-template <class Mesh>
+template <bool Bf16, class Mesh>
 int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
   const tr::config c;
   std::cout << "vocabulary " << c.vocab << ", sequence " << c.seq << ", d_model " << c.d_model
             << ", " << tr::heads << " heads of " << c.d_model / tr::heads << ", MLP hidden "
             << c.hidden << ", " << tr::blocks << " blocks, batch " << c.batch << "; mesh "
-            << mesh.to_string() << "\n";
+            << mesh.to_string() << (Bf16 ? "; mixed precision (bf16 products)" : "") << "\n";
 
   section("1", "The shardings and each layer's plan");
   print_plans<Mesh>();
@@ -154,7 +158,7 @@ int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
     const auto batch = tr::put_inputs(mesh, c, tr::make_batch(c, data_rng));
     std::optional<ts::communication_recorder> recorder;  // the first step's collectives
     if (s == 0) recorder.emplace();
-    const auto [loss, grads] = tr::value_and_grads(params, batch);  // ts::value_and_grad
+    const auto [loss, grads] = tr::value_and_grads<Bf16>(params, batch);  // ts::value_and_grad
     adam.update(params, grads);  // reduce-scatter over "data", update, all-gather
     // doc-snippet-end
     if (s == 0) {
@@ -162,7 +166,7 @@ int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
       recorder.reset();
       section("2", "The collectives of one training step (ts::communication_recorder)");
       print_report(report);
-      if (!tr::within_budget(report)) {
+      if (!Bf16 && !tr::within_budget(report)) {
         std::cerr << "transformer: one step ran " << report.size() << " collectives, "
                   << report.count(ts::step_kind::psum, "model")
                   << " of them psums over \"model\"; the budget is "
@@ -198,16 +202,19 @@ int main(int argc, char** argv) {
   std::string mesh_choice = "2x4";
   if (const char* env = std::getenv("TYPESHARD_TRANSFORMER_MESH")) mesh_choice = env;
   std::size_t steps = default_steps;
+  bool bf16 = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--mesh" && i + 1 < argc) {
       mesh_choice = argv[++i];
     } else if (arg == "--steps" && i + 1 < argc) {
       steps = std::stoul(argv[++i]);
+    } else if (arg == "--bf16") {
+      bf16 = true;
     } else {
       const bool help = arg == "--help" || arg == "-h";
       (help ? std::cout : std::cerr) << "usage: " << argv[0]
-                                     << " [--mesh 2x4|2x2] [--steps N]\n";
+                                     << " [--mesh 2x4|2x2] [--steps N] [--bf16]\n";
       return help ? 0 : 2;
     }
   }
@@ -220,8 +227,13 @@ int main(int argc, char** argv) {
 
   if (mesh_choice == "2x2") {
     using mesh_2x2 = ts::mesh<ts::axis("data", 2), ts::axis("model", 2)>;
-    return train(ts::device_mesh<mesh_2x2>{devices, {0, 1, 2, 3}}, steps);
+    if (bf16) {
+      std::cerr << "transformer: --bf16 runs on the 2x4 mesh only\n";
+      return 2;
+    }
+    return train<false>(ts::device_mesh<mesh_2x2>{devices, {0, 1, 2, 3}}, steps);
   }
   using mesh_2x4 = ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>;
-  return train(ts::device_mesh<mesh_2x4>{devices}, steps);
+  if (bf16) return train<true>(ts::device_mesh<mesh_2x4>{devices}, steps);
+  return train<false>(ts::device_mesh<mesh_2x4>{devices}, steps);
 }

@@ -131,6 +131,16 @@ def workloads(quick):
                                       f"D {tr['d']}, F {tr['f']}, {tr['heads']} heads"),
                     flops=3 * forward, device_work=1, contenders=["typeshard", "jax"],
                     kind="flops"))
+    out.append(dict(name="transformer_bf16_step", short="transformer bf16",
+                    request="transformer_bf16", title="transformer training step, bf16",
+                    description="the transformer step in mixed precision (issue 38): float32 "
+                    "master parameters and Adam; typeshard: bf16 products accumulated in float "
+                    "(vdpbf16ps), bf16 attention probabilities, LayerNorm/GELU/residual/loss "
+                    "in float; jax: parameters and activations cast to bf16, the loss in float",
+                    params=tr, shape=(f"B {tr['batch']}, S {tr['seq']}, V {tr['vocab']}, "
+                                      f"D {tr['d']}, F {tr['f']}, {tr['heads']} heads, bf16"),
+                    flops=3 * forward, device_work=1, contenders=["typeshard", "jax"],
+                    kind="flops"))
     for op, what in (("all_gather", "each device ends with S"),
                      ("psum", "each device starts and ends with S"),
                      ("psum_scatter", "each device starts with S, ends with S / n")):

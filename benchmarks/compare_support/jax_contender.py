@@ -338,9 +338,12 @@ def transformer_spec(table, name):
 
 
 class Transformer(Workload):
-    """One training step: value_and_grad of the mean cross-entropy, then ZeRO-1 Adam."""
+    """One training step: value_and_grad of the mean cross-entropy, then ZeRO-1 Adam.
+    bf16: mixed precision, JAX's usual form: float32 master parameters (and Adam state), the
+    loss casts them and the batch to bfloat16 and computes in bfloat16 (parameters and
+    activations), the cross-entropy in float32; the gradients arrive in float32."""
 
-    def __init__(self, p):
+    def __init__(self, p, bf16=False):
         heads = int(p["heads"])
         mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("data", "model"))
         ns = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
@@ -375,14 +378,18 @@ class Transformer(Workload):
             return c(jnp.einsum("bsf,fd->bsd", gelu(jnp.einsum("bsd,df->bsf", xn, w1)), w2), X)
 
         def loss(params, batch):
+            if bf16:
+                params = [a.astype(jnp.bfloat16) for a in params]
+                batch = tuple(a.astype(jnp.bfloat16) for a in batch)
             E, Pos, qkv0, o0, w1_0, w2_0, qkv1, o1, w1_1, w2_1, Wout = params
             tok, tgt, msk = batch
             x = c(jnp.einsum("bsv,vd->bsd", tok, E) + Pos, X)
             for qkv, o, w1, w2 in ((qkv0, o0, w1_0, w2_0), (qkv1, o1, w1_1, w2_1)):
                 x = x + attention(layer_norm(x), qkv, o, msk)
                 x = x + mlp(layer_norm(x), w1, w2)
-            logp = jax.nn.log_softmax(jnp.einsum("bsd,dv->bsv", layer_norm(x), Wout), axis=2)
-            return -jnp.sum(logp * tgt) / (tok.shape[0] * tok.shape[1])
+            logits = jnp.einsum("bsd,dv->bsv", layer_norm(x), Wout).astype(jnp.float32)
+            logp = jax.nn.log_softmax(logits, axis=2)
+            return -jnp.sum(logp * tgt.astype(jnp.float32)) / (tok.shape[0] * tok.shape[1])
 
         update = [ns(transformer_spec(TRANSFORMER_UPDATE, n)) for n in TRANSFORMER_ORDER]
         owns = [ns(transformer_spec(TRANSFORMER_SPECS, n)) for n in TRANSFORMER_ORDER]
@@ -437,6 +444,8 @@ def make(name, p):
         return Training(p)
     if name == "transformer":
         return Transformer(p)
+    if name == "transformer_bf16":
+        return Transformer(p, bf16=True)
     if name in ("all_gather", "psum", "psum_scatter"):
         return Collective(name, p)
     return None

@@ -10,6 +10,10 @@
 // (x 0.5 / sqrt(F)), Wout seed 60 (/ sqrt(D)); token i of the flattened batch is
 // (i * 40503 + 11) mod V and its target the previous token (0 first). The check: the first
 // step's gradients of Wout, block 0's W1 and E, sampled.
+//
+// transformer_bf16: the same step in mixed precision (the model's Bf16 = true: float master
+// weights, bf16 products accumulated in float, bf16 attention probabilities; the model's
+// header says what stays float), beside jax_contender.py's TransformerBf16.
 #include <cmath>
 #include <cstddef>
 #include <memory>
@@ -66,6 +70,7 @@ model::host_batch transformer_batch(const model::config& c) {
   return b;
 }
 
+template <bool Bf16>
 class transformer_step final : public instance {
  public:
   explicit transformer_step(const model::config& c)
@@ -74,7 +79,7 @@ class transformer_step final : public instance {
         optimizer_(params_, ts::adam_options{}) {}
 
   void run() override {
-    auto [loss, grads] = model::value_and_grads(params_, inputs_);
+    auto [loss, grads] = model::value_and_grads<Bf16>(params_, inputs_);
     if (check_.empty()) {  // the warm-up: sample the first step's gradients (reduced)
       using namespace model;
       append(sample_array(ts::reshard<rep2>(std::get<10>(grads))));
@@ -89,7 +94,8 @@ class transformer_step final : public instance {
 
   std::string info() override {
     return gemm_info() + "first loss " + std::to_string(first_loss_) +
-           "; value_and_grad of the global-view loss, ZeRO-1 Adam (ts::zero_adam_update)";
+           "; value_and_grad of the global-view loss, ZeRO-1 Adam (ts::zero_adam_update)" +
+           (Bf16 ? "; mixed precision: bf16 products accumulated in float" : "");
   }
 
  private:
@@ -103,21 +109,25 @@ class transformer_step final : public instance {
   double first_loss_ = 0;
 };
 
+template <bool Bf16>
+std::unique_ptr<instance> make_transformer(const params& p) {
+  model::config c;
+  c.batch = p.get("batch");
+  c.seq = p.get("seq");
+  c.vocab = p.get("vocab");
+  c.d_model = p.get("d");
+  c.hidden = p.get("f");
+  if (p.get("heads") != model::heads)
+    throw std::runtime_error("the model is built for " + std::to_string(model::heads) +
+                             " heads (examples/support/transformer_model.hpp)");
+  return std::make_unique<transformer_step<Bf16>>(c);
+}
+
 }  // namespace
 
 void add_transformer_workload(registry& r) {
-  r["transformer"] = [](const params& p) -> std::unique_ptr<instance> {
-    model::config c;
-    c.batch = p.get("batch");
-    c.seq = p.get("seq");
-    c.vocab = p.get("vocab");
-    c.d_model = p.get("d");
-    c.hidden = p.get("f");
-    if (p.get("heads") != model::heads)
-      throw std::runtime_error("the model is built for " + std::to_string(model::heads) +
-                               " heads (examples/support/transformer_model.hpp)");
-    return std::make_unique<transformer_step>(c);
-  };
+  r["transformer"] = &make_transformer<false>;
+  r["transformer_bf16"] = &make_transformer<true>;
 }
 
 }  // namespace compare

@@ -9,6 +9,15 @@
 // cross-entropy (log_softmax). LayerNorms have no learned scale or bias and no layer has a
 // bias: fewer parameters, the same collectives.
 //
+// Mixed precision (Bf16 = true: loss_bf16, value_and_grads<true>; examples/transformer.cpp
+// --bf16): the float parameters stay the master copy; every product casts its operands to
+// ts::bfloat16 (ts::astype: the backward casts the cotangent back) and accumulates in float
+// (ts::preferred_element<float>), and the attention probabilities are bf16 (ts::softmax on
+// bf16: row statistics in float). LayerNorm, GELU, the residual stream and the cross-entropy
+// stay float, as PyTorch's autocast keeps them. The gradients' reductions are float (the
+// products' backward reshards in float); each gradient arrives reduced over "data" too (the
+// cotangent of astype's bf16 copy is a whole value), so ZeRO's reduce-scatter is a slice.
+//
 // The shardings (Megatron tensor parallelism over "model", data parallelism over "data"):
 //   activations X [B, S, D]           ("data", none, none): replicated over "model"
 //   Wqkv [D, 3, H*dh]                  (none, none, "model"): Q, K and V fused in one product,
@@ -211,59 +220,82 @@ auto gelu(const H& h) {
   return h * 0.5f * (ts::tanh(inner) + 1.0f);
 }
 
+// The product einsum<S>(a, b): in float, or (Bf16) of the operands cast to bfloat16,
+// accumulated in float.
+template <bool Bf16, ts::einsum_subscripts S, class A, class B>
+auto product(const A& a, const B& b) {
+  if constexpr (Bf16)
+    return ts::einsum<S>(ts::astype<ts::bfloat16>(a), ts::astype<ts::bfloat16>(b),
+                         ts::preferred_element<float>);
+  else
+    return ts::einsum<S>(a, b);
+}
+
 // Causal multi-head attention on the normalised residual stream xn, returning the partial
 // sums' all-reduce (Wo's product resharded to X's spec).
-template <class Xn, class Wqkv, class Wo, class In>
+template <bool Bf16, class Xn, class Wqkv, class Wo, class In>
 auto attention(const Xn& xn, const Wqkv& w_qkv, const Wo& w_o, const In& in) {
-  const auto qkv = ts::einsum<"bsd,dte->bste">(xn, w_qkv);  // [B, S, 3, H dh], e over "model"
+  const auto qkv = product<Bf16, "bsd,dte->bste">(xn, w_qkv);  // [B, S, 3, H dh], e over "model"
   const auto head = [&](const auto& select) {               // [B, S, H, dh], H over "model"
-    return ts::split_dim<2, heads>(ts::einsum<"bste,t->bse">(qkv, select));
+    return ts::split_dim<2, heads>(product<Bf16, "bste,t->bse">(qkv, select));
   };
   const auto q = head(in.select_q), k = head(in.select_k), v = head(in.select_v);
   const float scale = 1.0f / std::sqrt(static_cast<float>(q.extent(3)));
-  const auto scores = ts::einsum<"bqhe,bkhe->bhqk">(q, k) * scale + in.mask;
-  const auto p = ts::softmax<3>(scores);                            // over the keys: local
-  const auto o = ts::merge_dims<2>(ts::einsum<"bhqk,bkhe->bqhe">(p, v));  // [B, S, H dh]
+  const auto scores = product<Bf16, "bqhe,bkhe->bhqk">(q, k) * scale + in.mask;
+  const auto p = [&] {  // over the keys: local
+    if constexpr (Bf16)
+      return ts::softmax<3>(ts::astype<ts::bfloat16>(scores));
+    else
+      return ts::softmax<3>(scores);
+  }();
+  const auto o = ts::merge_dims<2>(product<Bf16, "bhqk,bkhe->bqhe">(p, v));  // [B, S, H dh]
   // The local products are partial sums over "model" (e is sharded in both operands): the
   // result's type says unreduced<"model">, and the reshard to X's spec is the all-reduce.
   // (Naming X's spec as the einsum's output instead lets the planner all-gather o and Wo.)
-  return ts::reshard<X_spec>(ts::einsum<"bse,ed->bsd">(o, w_o));  // all-reduce 1
+  return ts::reshard<X_spec>(product<Bf16, "bse,ed->bsd">(o, w_o));  // all-reduce 1
 }
 
-template <class Xn, class W1, class W2>
+template <bool Bf16, class Xn, class W1, class W2>
 auto mlp(const Xn& xn, const W1& w1, const W2& w2) {
-  const auto h = gelu(ts::einsum<"bsd,df->bsf">(xn, w1));  // F over "model": local
-  return ts::reshard<X_spec>(ts::einsum<"bsf,fd->bsd">(h, w2));  // all-reduce 2
+  const auto h = gelu(product<Bf16, "bsd,df->bsf">(xn, w1));  // F over "model": local
+  return ts::reshard<X_spec>(product<Bf16, "bsf,fd->bsd">(h, w2));  // all-reduce 2
 }
 
-template <class X, class Wqkv, class Wo, class W1, class W2, class In>
+template <bool Bf16, class X, class Wqkv, class Wo, class W1, class W2, class In>
 auto block(const X& x, const Wqkv& w_qkv, const Wo& w_o, const W1& w1, const W2& w2,
            const In& in) {
-  const auto x1 = x + attention(layer_norm(x), w_qkv, w_o, in);
-  return x1 + mlp(layer_norm(x1), w1, w2);
+  const auto x1 = x + attention<Bf16>(layer_norm(x), w_qkv, w_o, in);
+  return x1 + mlp<Bf16>(layer_norm(x1), w1, w2);
 }
 
 // The mean cross-entropy of the predicted tokens. Its collectives: the blocks' all-reduces over
-// "model", and the loss's sum over "data".
-inline constexpr auto loss = [](const auto& E, const auto& P, const auto& qkv0, const auto& o0,
-                                const auto& w1_0, const auto& w2_0, const auto& qkv1,
-                                const auto& o1, const auto& w1_1, const auto& w2_1,
-                                const auto& Wout, const auto& in) {
-  const auto x0 = ts::einsum<"bsv,vd->bsd">(in.tokens, E) + P;  // P broadcast over the batch
-  const auto x1 = block(x0, qkv0, o0, w1_0, w2_0, in);
-  const auto x2 = block(x1, qkv1, o1, w1_1, w2_1, in);
-  const auto logits = ts::einsum<"bsd,dv->bsv">(layer_norm(x2), Wout);
-  const auto logp = ts::log_softmax<2>(logits);
-  const float count = static_cast<float>(in.tokens.extent(0) * in.tokens.extent(1));
-  return ts::sum<ts::spec<ts::none>>(logp * in.targets) * (-1.0f / count);
+// "model", and the loss's sum over "data". Bf16: mixed precision (see the top of this file).
+template <bool Bf16>
+struct loss_fn {
+  template <class E_, class P_, class Qkv0, class O0, class W10, class W20, class Qkv1, class O1,
+            class W11, class W21, class Wout_, class In>
+  auto operator()(const E_& E, const P_& P, const Qkv0& qkv0, const O0& o0, const W10& w1_0,
+                  const W20& w2_0, const Qkv1& qkv1, const O1& o1, const W11& w1_1,
+                  const W21& w2_1, const Wout_& Wout, const In& in) const {
+    const auto x0 = product<Bf16, "bsv,vd->bsd">(in.tokens, E) + P;  // P broadcast over batch
+    const auto x1 = block<Bf16>(x0, qkv0, o0, w1_0, w2_0, in);
+    const auto x2 = block<Bf16>(x1, qkv1, o1, w1_1, w2_1, in);
+    const auto logits = product<Bf16, "bsd,dv->bsv">(layer_norm(x2), Wout);
+    const auto logp = ts::log_softmax<2>(logits);
+    const float count = static_cast<float>(in.tokens.extent(0) * in.tokens.extent(1));
+    return ts::sum<ts::spec<ts::none>>(logp * in.targets) * (-1.0f / count);
+  }
 };
+inline constexpr loss_fn<false> loss{};
+inline constexpr loss_fn<true> loss_bf16{};
 
-// loss's value and the gradients of the 11 parameters (a std::pair: the loss array, a tuple).
-template <class Mesh>
+// loss's (Bf16: loss_bf16's) value and the gradients of the 11 parameters (a std::pair: the
+// loss array, a tuple).
+template <bool Bf16 = false, class Mesh>
 auto value_and_grads(const params_t<Mesh>& p, const inputs<Mesh>& in) {
   return std::apply(
       [&](const auto&... w) {
-        return ts::value_and_grad<0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10>(loss)(w..., in);
+        return ts::value_and_grad<0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10>(loss_fn<Bf16>{})(w..., in);
       },
       p);
 }

@@ -7,8 +7,9 @@
 // Numerically stable (the row maximum is subtracted first), along a sharded dimension too:
 // the plan (plan/softmax_plan.hpp) lists the row statistics' collectives, and this runs
 // exactly its steps in one multi-device run. The result has the input's spec. Dim is a
-// NumPy axis number (-1: the last). Floating-point elements only; an unreduced input does
-// not compile (rule 3: not linear).
+// NumPy axis number (-1: the last). Floating-point elements only (float, double, bfloat16);
+// an unreduced input does not compile (rule 3: not linear). On bfloat16 the row maximum and
+// sum are kept, all-reduced and applied in float, and each result element is rounded once.
 #pragma once
 
 #include <cmath>
@@ -22,6 +23,7 @@
 
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
+#include "../core/bfloat16.hpp"
 #include "../core/detail/mesh_group.hpp"
 #include "../detail/buffer.hpp"
 #include "../kernels/functors.hpp"
@@ -39,8 +41,14 @@ namespace detail {
 // rows: a group varies only along the dimension). A device whose own block is empty along
 // the dimension (n == 0, an uneven shard) still takes part in the max and sum collectives
 // with the identities -inf and 0, so that its peers' rows are complete.
+// The type of the row statistics and the arithmetic: float for bfloat16 (its 8 fraction
+// bits would lose the row sum), T otherwise.
+template <class T>
+using softmax_accumulator = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
+
 template <class Plan, class T, class Mesh, std::size_t Rank>
 void softmax_block(backend& b, std::size_t p, const T* x, const shape<Rank>& s, T* out) {
+  using A = softmax_accumulator<T>;
   constexpr std::size_t dim = Plan::dim;
   std::size_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < dim; ++d) outer *= s[d];
@@ -48,32 +56,33 @@ void softmax_block(backend& b, std::size_t p, const T* x, const shape<Rank>& s, 
   const std::size_t n = s[dim];
   const std::size_t rows = outer * inner;
   if (rows == 0) return;  // no rows: nothing to compute, and no peer waits for statistics
-  buffer<T> max(rows), sum(rows);
+  buffer<A> max(rows), sum(rows);
   std::size_t reductions = 0;
   for (const step<Rank>& st : Plan::steps) {
     switch (st.kind) {
       case step_kind::local_reduce:
         if (reductions++ == 0) {  // the row maximum
-          for (std::size_t r = 0; r < rows; ++r) max.data()[r] = -std::numeric_limits<T>::infinity();
+          for (std::size_t r = 0; r < rows; ++r)
+            max.data()[r] = -std::numeric_limits<A>::infinity();
           for (std::size_t o = 0; o < outer; ++o)
             for (std::size_t k = 0; k < n; ++k)
               for (std::size_t i = 0; i < inner; ++i)
-                max.data()[o * inner + i] =
-                    fn::maximum(max.data()[o * inner + i], x[(o * n + k) * inner + i]);
+                max.data()[o * inner + i] = fn::maximum(
+                    max.data()[o * inner + i], static_cast<A>(x[(o * n + k) * inner + i]));
         } else {  // the row sum of exp(x - max)
-          for (std::size_t r = 0; r < rows; ++r) sum.data()[r] = T{0};
+          for (std::size_t r = 0; r < rows; ++r) sum.data()[r] = A{0};
           for (std::size_t o = 0; o < outer; ++o)
             for (std::size_t k = 0; k < n; ++k)
               for (std::size_t i = 0; i < inner; ++i)
-                sum.data()[o * inner + i] +=
-                    std::exp(x[(o * n + k) * inner + i] - max.data()[o * inner + i]);
+                sum.data()[o * inner + i] += std::exp(static_cast<A>(x[(o * n + k) * inner + i]) -
+                                                      max.data()[o * inner + i]);
         }
         break;
       case step_kind::pmax:
       case step_kind::psum: {
         const mesh_group<Mesh> g = group_of<Mesh>(st.axes, p);
-        T* stats = st.kind == step_kind::pmax ? max.data() : sum.data();
-        b.all_reduce(backend_group(g), element_type_of<T>,
+        A* stats = st.kind == step_kind::pmax ? max.data() : sum.data();
+        b.all_reduce(backend_group(g), element_type_of<A>,
                      st.kind == step_kind::pmax ? reduce_op::max : reduce_op::sum, stats, stats,
                      rows);
         break;
@@ -83,8 +92,9 @@ void softmax_block(backend& b, std::size_t p, const T* x, const shape<Rank>& s, 
           for (std::size_t k = 0; k < n; ++k)
             for (std::size_t i = 0; i < inner; ++i) {
               const std::size_t e = (o * n + k) * inner + i;
-              const T m = max.data()[o * inner + i], z = sum.data()[o * inner + i];
-              out[e] = Plan::log ? (x[e] - m) - std::log(z) : std::exp(x[e] - m) / z;
+              const A m = max.data()[o * inner + i], z = sum.data()[o * inner + i];
+              const A v = static_cast<A>(x[e]);
+              out[e] = static_cast<T>(Plan::log ? (v - m) - std::log(z) : std::exp(v - m) / z);
             }
         break;
       default:

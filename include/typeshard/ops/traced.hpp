@@ -39,3 +39,6 @@
 #include "detail/traced_functions.hpp"
 #include "detail/traced_reduce.hpp"
 #include "detail/traced_value.hpp"
+// Mixed precision on traced values: ts::astype (the backward casts back) and einsum / matmul
+// with preferred_element (float master weights, bf16 compute, float gradients).
+#include "detail/traced_mixed.hpp"

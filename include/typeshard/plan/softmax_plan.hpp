@@ -14,7 +14,8 @@
 // exponentials); along a dimension sharded over axes A they are partial over A, so a pmax
 // and a psum over A (all-reduces of one value per row) complete them. The result has the
 // input's spec; along an unsharded dimension the plan is communication-free. An empty block
-// (uneven shards) contributes the identities (-inf, 0).
+// (uneven shards) contributes the identities (-inf, 0). Elements: float, double, long double
+// or bfloat16 (its row statistics are accumulated, and all-reduced, in float).
 //
 //   softmax_plan<Mesh, Spec, Extents, T = float, Unreduced = unreduced<>, Log = false, Dim>
 //   softmax_plan_for<X, Dim, Log = false>
@@ -30,6 +31,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../core/bfloat16.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/extents.hpp"
 #include "../core/mesh.hpp"
@@ -49,7 +51,7 @@ constexpr bool check_softmax_inputs() {
   constexpr reduce_dims_problem p = find_reduce_dims_problem<Rank, Dim>();
   if constexpr (p.what != reduce_dims_problem::none) {
     return require<false, diagnostic::reduce_dim_out_of_range<Dim, Rank>>::value && false;
-  } else if constexpr (!std::is_floating_point_v<T>) {
+  } else if constexpr (!is_floating_element_v<T>) {
     return require<false, diagnostic::mean_needs_floating_point<T>>::value && false;
   } else if constexpr (!U::empty) {
     return require<false, diagnostic::nonlinear_op_on_unreduced<U>>::value && false;

@@ -141,8 +141,9 @@ auto log(const X& x) {
 template <traced_type X>
 auto tanh(const X& x) {
   auto y = typeshard::tanh(x.value());
-  return detail::record(y, x, [y](const auto& g) { return g * (1 - y * y); },
-                        &detail::describe_elementwise);
+  return detail::record(
+      y, x, [y](const auto& g) { return g * (detail::scalar_t<X>(1) - y * y); },
+      &detail::describe_elementwise);
 }
 template <traced_type X>
 auto relu(const X& x) {

@@ -1,0 +1,115 @@
+// typeshard/ops/detail/traced_mixed.hpp: mixed precision on traced values (see ops/traced.hpp):
+// ts::astype and the contractions with a preferred_element.
+//
+//   auto loss = [](auto w, auto x) {                        // w: float master weights
+//     auto wb = ts::astype<ts::bfloat16>(w);                // bf16 compute copy
+//     auto h = ts::einsum<"bd,dh->bh">(x, wb, ts::preferred_element<float>);   // float
+//     return ts::mean(ts::sum<1>(ts::softmax(ts::astype<ts::bfloat16>(h))));
+//   };
+//   auto [l, g] = ts::value_and_grad(loss)(w, x);           // g: float, w's type
+//
+// astype<U>(x): the backward casts the cotangent back to x's element type (exact from
+// bfloat16 to float; rounded to nearest even the other way).
+//
+// einsum<S[, OutSpec]>(a, b, preferred_element<U>) and matmul(a, b, preferred_element<U>)
+// with a traced operand (bfloat16 operands, U = float): the forward accumulates and returns
+// U. Each operand's backward is the transposed contraction on the cotangent cast to the
+// operand's element type, accumulated in U, resharded to the operand's spec in U (so the
+// all-reduce or reduce-scatter of partial sums, e.g. a data-parallel weight gradient, adds in
+// float and moves float), then rounded once to the operand's element type. This is the
+// documented choice for gradients' reduction: through a preferred_element<float> contraction
+// they are reduced in float; through a plain bfloat16 contraction (no preferred_element) in
+// bfloat16, moving half the bytes. Either way astype's backward hands the float master weights
+// a float gradient.
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "../astype.hpp"
+#include "../einsum.hpp"
+#include "../matmul.hpp"
+#include "traced_value.hpp"
+
+namespace typeshard {
+
+namespace detail {
+inline std::string describe_astype() {
+  return "astype backward: the cotangent cast back to the operand's element type (local)";
+}
+inline std::string describe_mixed_einsum() {
+  return "einsum (preferred_element) backward: each operand's cotangent is the transposed "
+         "einsum of the cotangent cast to the operand's element type, accumulated in the "
+         "preferred element, resharded to the operand's spec in it, then cast";
+}
+
+// d operand (of type Operand, element T) = einsum<Tr>(g as T, other) accumulated in U,
+// resharded to the operand's spec in U, rounded to T.
+template <einsum_subscripts Tr, class Operand, class U, class G, class Other>
+auto mixed_einsum_transpose(const G& g, const Other& other) {
+  using T = typename Operand::value_type;
+  const auto gt = typeshard::astype<T>(g);
+  using GT = std::remove_cvref_t<decltype(gt)>;
+  if constexpr (einsum_valid<Tr, GT, Other>)
+    return typeshard::astype<T>(typeshard::reshard<typename Operand::spec>(
+        typeshard::einsum<Tr>(gt, other, preferred_element<U>)));
+  else
+    return typeshard::astype<T>(typeshard::einsum<Tr, typename Operand::spec>(
+        gt, other, preferred_element<U>));
+}
+}  // namespace detail
+
+// astype<U>(x) on a traced x: the cast, whose backward casts the cotangent back (x itself when
+// its elements are U already).
+template <class U, traced_type X>
+[[nodiscard]] auto astype(const X& x) {
+  using T = typename X::value_type;
+  if constexpr (std::is_same_v<T, U>)
+    return x;
+  else
+    return detail::record(
+        typeshard::astype<U>(x.value()), x,
+        [](const auto& g) { return typeshard::astype<T>(g); }, &detail::describe_astype);
+}
+
+// einsum<Subscripts[, OutSpec]>(a, b, preferred_element<U>) with a traced operand.
+template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class B, class U>
+  requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+[[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U> pe) {
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  using forward = decltype(typeshard::einsum<Subscripts, OutSpec>(av, bv, pe));
+  constexpr bool lhs_ok =
+      !traced_type<A> || detail::einsum_check_differentiable<Subscripts, true>();
+  constexpr bool rhs_ok =
+      !traced_type<B> || detail::einsum_check_differentiable<Subscripts, false>();
+  if constexpr (std::is_same_v<typename AV::value_type, U>) {
+    return typeshard::einsum<Subscripts, OutSpec>(a, b);  // the ordinary traced einsum
+  } else if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> || !lhs_ok || !rhs_ok ||
+                       !std::is_same_v<typename forward::value_type, U>) {
+    // A diagnostic fired (here, or in the forward einsum): a value of a well-formed type.
+    return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
+        typeshard::einsum<Subscripts, OutSpec>(av, bv, pe), detail::tape_of(a, b), nullptr);
+  } else {
+    return detail::record(
+        typeshard::einsum<Subscripts, OutSpec>(av, bv, pe), a, b,
+        [bv](const auto& g) {
+          return detail::mixed_einsum_transpose<einsum_lhs_transpose<Subscripts>, AV, U>(g, bv);
+        },
+        [av](const auto& g) {
+          return detail::mixed_einsum_transpose<einsum_rhs_transpose<Subscripts>, BV, U>(g, av);
+        },
+        &detail::describe_mixed_einsum);
+  }
+}
+
+// matmul<OutSpec>(a, b, preferred_element<U>) with a traced operand.
+template <class OutSpec = auto_out, class A, class B, class U>
+  requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+[[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U> pe) {
+  return einsum<detail::matmul_subscripts<detail::value_t<A>::rank>(), OutSpec>(a, b, pe);
+}
+
+}  // namespace typeshard
