@@ -189,8 +189,10 @@ TEST_CASE("collectives: devices that disagree on the groups or skip a collective
   CHECK_THROWS_WITH(
       crossed(a),
       Catch::Contains("deadlock") &&
-          Catch::Contains("device 0 waits in all_reduce over \"x\" (group of devices [0, 2]) at ") &&
-          Catch::Contains("device 1 waits in all_reduce over \"y\" (group of devices [0, 1]) at ") &&
+          Catch::Contains("device 0 waits in all_reduce over \"x\" (group of devices [0, 2]) "
+                          "at ") &&
+          Catch::Contains("device 1 waits in all_reduce over \"y\" (group of devices [0, 1]) "
+                          "at ") &&
           Catch::Contains(at + std::to_string(crossed_line) + ";") &&
           Catch::Contains(at + std::to_string(crossed_line + 1) + ";"));
   // Device 3 skips the psum its group partner waits in.

@@ -26,7 +26,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <source_location>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -172,13 +171,13 @@ auto checked_reduce(const B& x) {
 // psum<Axes...>(x): the sum of x over the group (all-reduce), on every member.
 // pmax / pmin: the elementwise maximum / minimum over the group (NaN-aware, as the
 // elementwise ts::maximum / ts::minimum: kernels/functors.hpp).
-#define TYPESHARD_GROUP_REDUCTION(name, op)                                 \
-  template <axis_name... Axes, block_type B>                                \
-    requires(sizeof...(Axes) >= 1)                                          \
-  auto name(const B& x,                                                     \
-            std::source_location loc = std::source_location::current()) {   \
-    const detail::call_site_scope site(loc);                                \
-    return detail::checked_reduce<reduce_op::op, Axes...>(x);               \
+#define TYPESHARD_GROUP_REDUCTION(name, op)                                    \
+  template <axis_name... Axes, block_type B>                                   \
+    requires(sizeof...(Axes) >= 1)                                             \
+  auto name(const B& x,                                                        \
+            detail::source_site loc = detail::source_site::current()) {        \
+    const detail::call_site_scope site(loc);                                   \
+    return detail::checked_reduce<reduce_op::op, Axes...>(x);                  \
   }
 TYPESHARD_GROUP_REDUCTION(psum, sum)
 TYPESHARD_GROUP_REDUCTION(pmax, max)
@@ -188,7 +187,7 @@ TYPESHARD_GROUP_REDUCTION(pmin, min)
 // pmean: psum divided by the group size (integer division for integer elements).
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
-auto pmean(const B& x, std::source_location loc = std::source_location::current()) {
+auto pmean(const B& x, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   if constexpr (!detail::check_collective_axes<typename B::mesh_type, Axes...>()) {
     return detail::after_diagnostic(x);
@@ -206,7 +205,7 @@ auto pmean(const B& x, std::source_location loc = std::source_location::current(
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
 auto all_gather(const B& x, std::size_t dim = 0,
-                std::source_location loc = std::source_location::current()) {
+                detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
@@ -232,7 +231,7 @@ auto all_gather(const B& x, std::size_t dim = 0,
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
 auto psum_scatter(const B& x, std::size_t dim = 0,
-                  std::source_location loc = std::source_location::current()) {
+                  detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
@@ -261,7 +260,7 @@ auto psum_scatter(const B& x, std::size_t dim = 0,
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
 auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
-                std::source_location loc = std::source_location::current()) {
+                detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
@@ -289,7 +288,7 @@ auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
 auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> perm,
-              std::source_location loc = std::source_location::current()) {
+              detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
@@ -318,7 +317,7 @@ auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> p
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
 auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size_t>> perm,
-              std::source_location loc = std::source_location::current()) {
+              detail::source_site loc = detail::source_site::current()) {
   return ppermute<Axes...>(
       x, std::span<const std::pair<std::size_t, std::size_t>>(perm.begin(), perm.size()), loc);
 }
@@ -328,7 +327,7 @@ auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
 auto shift(const B& x, std::ptrdiff_t offset,
-           std::source_location loc = std::source_location::current()) {
+           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {

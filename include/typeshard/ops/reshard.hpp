@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
-#include <source_location>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -102,7 +101,7 @@ inline bool same_device_set(std::vector<device_id> a, std::vector<device_id> b) 
 
 // reshard<Spec>(a): the same values, sharded by Spec, fully reduced.
 template <spec_type Spec, sharded_array_type A>
-auto reshard(const A& a, std::source_location loc = std::source_location::current()) {
+auto reshard(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::reshard_keeping<Spec, unreduced<>>(a);
 }
@@ -117,7 +116,7 @@ auto reshard(const A& a, std::source_location loc = std::source_location::curren
 // every process calls).
 template <spec_type Spec, sharded_array_type A>
 auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target,
-             std::source_location loc = std::source_location::current()) {
+             detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename A::mesh_type;
   using T = typename A::value_type;
@@ -158,7 +157,7 @@ auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target,
 // those axes; the spec and the other unreduced axes stay.
 template <axis_name... Axes, sharded_array_type A>
   requires(sizeof...(Axes) >= 1)
-auto psum(const A& a, std::source_location loc = std::source_location::current()) {
+auto psum(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using U = typename A::unreduced_type;
   constexpr axis_name missing = detail::first_not_in<U, Axes...>();
@@ -176,7 +175,7 @@ auto psum(const A& a, std::source_location loc = std::source_location::current()
 // mesh type (jax.device_put(x, NamedSharding(other_mesh, spec))): reshard<Spec>(a, target).
 template <sharded_array_type A>
 auto device_put(const A& a, const device_mesh<typename A::mesh_type>& target,
-                std::source_location loc = std::source_location::current()) {
+                detail::source_site loc = detail::source_site::current()) {
   return reshard<typename A::spec>(a, target, loc);
 }
 

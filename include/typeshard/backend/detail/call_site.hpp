@@ -3,32 +3,46 @@
 // in detail/.
 //
 // Each public entry point that may communicate (the block collectives, ts::reshard, ts::psum,
-// the ops that issue collectives) takes a trailing `std::source_location loc =
-// std::source_location::current()` and opens a call_site_scope for the duration of the
-// call. The outermost scope on a thread wins, so the collective that ts::matmul issues from
-// inside the library reports the user's line, not the library's. Opening a scope stores a
-// pointer in a thread_local: no allocation, no formatting until a report is made. The
-// thread pool hands the host's site to its device threads with each run (threads.ipp).
+// the ops that issue collectives, the backend's own collectives) takes a trailing
+// `detail::source_site loc = detail::source_site::current()` and opens a call_site_scope for
+// the duration of the call. The outermost scope on a thread wins, so the collective that
+// ts::reshard issues from inside the library reports the user's line, not the library's.
+// Opening a scope stores a pointer in a thread_local: no allocation, no formatting until a
+// report is made. The thread pool hands the caller's site to its device threads with each
+// run (threads.ipp); an MPI rank runs its device function on the calling thread.
+//
+// source_site rather than std::source_location: clang before 15 with libstdc++ has no
+// std::source_location; __builtin_FILE and __builtin_LINE, which GCC, Clang and MSVC have,
+// evaluated in a default argument, give the caller's position in all three.
 #pragma once
 
 #include <cstddef>
 #include <cstring>
-#include <source_location>
 #include <string>
 
 namespace typeshard::detail {
 
+// A position in the source: file and line.
+struct source_site {
+  const char* file = nullptr;
+  unsigned line = 0;
+  // The caller's position, when called in a default argument.
+  static constexpr source_site current(const char* file = __builtin_FILE(),
+                                       unsigned line = __builtin_LINE()) noexcept {
+    return {file, line};
+  }
+};
+
 // The call site current on this thread; nullptr when no entry point opened one.
-inline const std::source_location*& current_call_site() noexcept {
-  thread_local const std::source_location* site = nullptr;
+inline const source_site*& current_call_site() noexcept {
+  thread_local const source_site* site = nullptr;
   return site;
 }
 
 // Makes `loc` the current call site while it lives, unless an outer scope set one.
 class call_site_scope {
  public:
-  explicit call_site_scope(const std::source_location& loc) noexcept
-      : outer_(current_call_site()) {
+  explicit call_site_scope(const source_site& loc) noexcept : outer_(current_call_site()) {
     if (outer_ == nullptr) current_call_site() = &loc;
   }
   ~call_site_scope() { current_call_site() = outer_; }
@@ -36,20 +50,19 @@ class call_site_scope {
   call_site_scope& operator=(const call_site_scope&) = delete;
 
  private:
-  const std::source_location* outer_;
+  const source_site* outer_;
 };
 
-// "file:line" of `site`, at most `max` characters: a longer path keeps its end ("...h/f.cpp:31").
-// "an unknown call site" when there is none.
-inline std::string format_call_site(const std::source_location* site, std::size_t max = 95) {
-  if (site == nullptr || site->line() == 0) return "an unknown call site";
-  const std::string line = ':' + std::to_string(site->line());
-  const char* file = site->file_name();
-  std::size_t n = std::strlen(file);
+// "file:line" of `site`, at most `max` characters (a longer path keeps its end:
+// ".../unit/f.cpp:31"); "an unknown call site" when there is none.
+inline std::string format_call_site(const source_site* site, std::size_t max = 95) {
+  if (site == nullptr || site->file == nullptr || site->line == 0) return "an unknown call site";
+  const std::string line = ':' + std::to_string(site->line);
+  const char* file = site->file;
+  const std::size_t n = std::strlen(file);
   const std::size_t room = max > line.size() + 3 ? max - line.size() : 3;
   if (n <= room) return file + line;
-  file += n - (room - 3);
-  return "..." + std::string(file) + line;
+  return "..." + std::string(file + n - (room - 3)) + line;
 }
 
 }  // namespace typeshard::detail

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <source_location>
 #include <span>
 #include <string>
 #include <thread>
@@ -53,7 +52,7 @@ struct thread_call {
   // (written under thread_run's mutex).
   collective_kind kind = collective_kind::all_reduce;
   const collective_group* group = nullptr;
-  const std::source_location* site = nullptr;
+  const source_site* site = nullptr;
   bool waiting = false;
 };
 

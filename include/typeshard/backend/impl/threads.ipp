@@ -361,7 +361,7 @@ struct thread_job {
 
   thread_run state;
   function_ref<void(std::size_t)> body;
-  const std::source_location* site = current_call_site();  // the caller's, for the reports
+  const source_site* site = current_call_site();  // the caller's, for the reports
   std::unique_ptr<std::exception_ptr[]> failures;  // by position in the run
   std::atomic<std::size_t> remaining;  // changed under done_mutex; do_run also polls it
   std::mutex done_mutex;
