@@ -138,6 +138,36 @@ TEST_CASE("collectives: called outside a per-device function is a usage_error", 
                   ts::device_error);
 }
 
+TEST_CASE("collectives: a report names the call site of the operation the user called",
+          "[collectives][failure]") {
+  ts::cpu_devices devices{2};
+  const std::vector<ts::device_id> ids{0, 1};
+  const std::vector<std::size_t> members{0, 1};
+  // Called on the backend directly: each device's own call is named.
+  const auto mismatch = [&](std::size_t i) {
+    int v[2] = {1, 1};
+    devices.all_reduce({members, i}, ts::element_type_of<int>, ts::reduce_op::sum, v, v,
+                       i + 1);  // device 1 sums two elements, device 0 one
+  };
+  const int call_line = __LINE__ - 3;
+  const std::string at = "collectives_failures.cpp:";
+  CHECK_THROWS_WITH(devices.run(ids, mismatch),
+                    Catch::Contains("device 0 called all_reduce over \"\" (group of devices "
+                                    "[0, 1]) at ") &&
+                        Catch::Contains(at + std::to_string(call_line) + "; device 1"));
+  // Inside an entry point (here a scope as ts::reshard opens one on the calling thread): its
+  // site, handed to the device threads with the run, wins over the library's inner calls.
+  const int outer_line = __LINE__ + 1;
+  const ts::detail::source_site outer = ts::detail::source_site::current();
+  {
+    const ts::detail::call_site_scope scope(outer);
+    CHECK_THROWS_WITH(devices.run(ids, mismatch),
+                      Catch::Contains(at + std::to_string(outer_line) + "; device 1") &&
+                          !Catch::Contains(at + std::to_string(call_line)));
+  }
+  CHECK(ts::detail::current_call_site() == nullptr);
+}
+
 TEST_CASE("collectives: random failures under load never hang and never leak into later runs",
           "[collectives][failure]") {
   const unsigned seed = std::random_device{}();
