@@ -493,7 +493,7 @@ class mpi_devices final : public backend {
     w.members = *group_ranks_;
     w.group_seq = group_number;
     w.group_key = key_of(w.members);
-    w.what = describe(kind, g, group_number, collectives_);
+    w.what = describe(kind, g, group_number, collectives_, site);
     watch_.wait(request, std::move(w));
     for (call_record& r : calls_) r.site[call_site_bytes - 1] = '\0';
     for (const call_record& r : calls_)
@@ -548,7 +548,9 @@ class mpi_devices final : public backend {
   // "all_reduce over \"x\" (group of ranks [0, 2]) at f.cpp:31: that group's collective #1,
   // rank 0's collective #3".
   std::string describe(collective_kind kind, const collective_group& g, std::uint64_t group_number,
-                       std::uint64_t number) const {
+                       std::uint64_t number,
+                       const std::string& site = detail::format_call_site(
+                           detail::current_call_site())) const {
     std::string axes;
     for (const detail::axis_name& a : g.axes) {
       if (!axes.empty()) axes += ',';
@@ -558,7 +560,7 @@ class mpi_devices final : public backend {
     std::string out = std::string(to_string(kind)) + " over \"" + axes + "\" (group of ranks [";
     for (std::size_t j = 0; j < group_ranks_->size(); ++j)
       out += (j ? ", " : "") + std::to_string((*group_ranks_)[j]);
-    return out + "]) at " + detail::format_call_site(detail::current_call_site()) +
+    return out + "]) at " + site +
            ": that group's collective #" + std::to_string(group_number) + ", rank " +
            std::to_string(rank_) + "'s collective #" + std::to_string(number);
   }
