@@ -1,4 +1,4 @@
-// expect-abort: typeshard: rank [0-9]+ of [0-9]+: the function running on device [0-9]+ threw: typeshard: the devices of a collective group called different collectives
+// expect-abort: typeshard: rank [0-9]+ of [0-9]+: the function running on device [0-9]+ threw: typeshard: the devices of a collective group called different collectives.*rank 1 called all_reduce at [^ ]*abort_checked_mismatch\.cpp:28 \(signature
 //
 // With collective checks on (TYPESHARD_MPI_CHECK=1, here check_collectives(true)), members
 // that call the same collective with different sizes are caught before MPI sees the call,

@@ -1,11 +1,11 @@
-// expect-abort: collective deadlock \(TYPESHARD_MPI_CHECK.*rank 0 waits in all_reduce over "x" \(group of ranks \[0, 2\]\): that group's collective #2.*rank 1 waits in all_reduce over "y".*rank 2 waits in all_reduce over "y".*rank 3 waits in all_reduce over "x"
+// expect-abort: collective deadlock \(TYPESHARD_MPI_CHECK.*rank 0 waits in all_reduce over "x" \(group of ranks \[0, 2\]\) at [^ ]*abort_deadlock_crossing\.cpp:31: that group's collective #2.*rank 1 waits in all_reduce over "y" \(group of ranks \[0, 1\]\) at [^ ]*abort_deadlock_crossing\.cpp:32:.*rank 2 waits in all_reduce over "y".*rank 3 waits in all_reduce over "x" \(group of ranks \[1, 3\]\) at [^ ]*abort_deadlock_crossing\.cpp:31:
 // ranks: 4
 //
 // Collectives called in crossing orders over different groups (issue 41): on a (2, 2) mesh,
 // ranks 0 and 3 psum over "x" and then over "y", ranks 1 and 2 over "y" and then over "x".
 // Every rank waits for a peer that waits in another group: with checks on, the watchdog
-// reports every rank's pending collective (its group, the group's and the rank's collective
-// number) within about twice the check timeout (here 0.5 s), and the job exits non-zero.
+// reports every rank's pending collective (its group, its call site: the line of the psum,
+// the group's and the rank's collective number) within about twice the check timeout (here 0.5 s), and the job exits non-zero.
 #include <mpi.h>
 
 #include <typeshard/backend/mpi.hpp>

@@ -1,4 +1,4 @@
-// expect-abort: collective deadlock \(TYPESHARD_MPI_CHECK.*rank 0 waits in all_reduce over "x".*rank 1 waits in the destruction of ts::mpi_devices
+// expect-abort: collective deadlock \(TYPESHARD_MPI_CHECK.*rank 0 waits in all_reduce over "x" \(group of ranks \[[0-9, ]*\]\) at [^ ]*abort_deadlock_early_exit\.cpp:28:.*rank 1 waits in the destruction of ts::mpi_devices
 //
 // A rank that returns from main early (issue 41): rank 1 leaves (destroying its
 // mpi_devices) while the other ranks wait for it in a psum. With checks on, the leaving rank

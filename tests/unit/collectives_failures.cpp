@@ -93,6 +93,7 @@ TEST_CASE("collectives: devices that call different collectives get a usage_erro
   ts::cpu_devices devices{4};
   ts::device_mesh<mesh_2x2> m{devices};
   const auto a = ts::device_put<ts::spec<"x", "y">>(m, ts::host_tensor<int, 2>({2, 2}, {1, 2, 3, 4}));
+  const int pmax_line = __LINE__ + 3;  // the lines of the two calls, for the report
   const auto f = ts::shard_map<mesh_2x2, ts::spec<"x", "y">, ts::spec<"x", "y">>(
       [](const ts::shard_context<mesh_2x2>& c, const auto& b) {
         if (c.position() == 1) return ts::pmax<"y">(b);  // its peer calls psum
@@ -104,6 +105,13 @@ TEST_CASE("collectives: devices that call different collectives get a usage_erro
   } catch (const ts::device_error& e) {
     CHECK_THROWS_AS(std::rethrow_exception(e.original()), ts::usage_error);
     CHECK(std::string(e.what()).find("same collectives in the same order") != std::string::npos);
+    // Each device's collective, group and call site (file:line of the user's call).
+    const std::string what = e.what();
+    const std::string file = "collectives_failures.cpp:";
+    CHECK_THAT(what, Catch::Contains("device 1 called all_reduce over \"y\" (group of devices "
+                                     "[0, 1]) at ") &&
+                         Catch::Contains(file + std::to_string(pmax_line)) &&
+                         Catch::Contains(file + std::to_string(pmax_line + 1)));
   }
   // Blocks of different sizes in one all_gather: also a usage_error. (Devices that call
   // collectives over different groups in different orders deadlock, as MPI ranks would:
@@ -128,6 +136,36 @@ TEST_CASE("collectives: called outside a per-device function is a usage_error", 
   // A multi-device operation from inside a device is refused too.
   CHECK_THROWS_AS(devices.run(ids, [&](std::size_t) { devices.run(ids, [](std::size_t) {}); }),
                   ts::device_error);
+}
+
+TEST_CASE("collectives: a report names the call site of the operation the user called",
+          "[collectives][failure]") {
+  ts::cpu_devices devices{2};
+  const std::vector<ts::device_id> ids{0, 1};
+  const std::vector<std::size_t> members{0, 1};
+  // Called on the backend directly: each device's own call is named.
+  const auto mismatch = [&](std::size_t i) {
+    int v[2] = {1, 1};
+    devices.all_reduce({members, i}, ts::element_type_of<int>, ts::reduce_op::sum, v, v,
+                       i + 1);  // device 1 sums two elements, device 0 one
+  };
+  const int call_line = __LINE__ - 3;
+  const std::string at = "collectives_failures.cpp:";
+  CHECK_THROWS_WITH(devices.run(ids, mismatch),
+                    Catch::Contains("device 0 called all_reduce over \"\" (group of devices "
+                                    "[0, 1]) at ") &&
+                        Catch::Contains(at + std::to_string(call_line) + "; device 1"));
+  // Inside an entry point (here a scope as ts::reshard opens one on the calling thread): its
+  // site, handed to the device threads with the run, wins over the library's inner calls.
+  const int outer_line = __LINE__ + 1;
+  const ts::detail::source_site outer = ts::detail::source_site::current();
+  {
+    const ts::detail::call_site_scope scope(outer);
+    CHECK_THROWS_WITH(devices.run(ids, mismatch),
+                      Catch::Contains(at + std::to_string(outer_line) + "; device 1") &&
+                          !Catch::Contains(at + std::to_string(call_line)));
+  }
+  CHECK(ts::detail::current_call_site() == nullptr);
 }
 
 TEST_CASE("collectives: random failures under load never hang and never leak into later runs",
@@ -170,19 +208,32 @@ TEST_CASE("collectives: devices that disagree on the groups or skip a collective
   // Devices 0 and 3 sum over x first, 1 and 2 over y first: 0 waits for 2 in an x group,
   // 2 for 3 in a y group, 3 for 1 in an x group, 1 for 0 in a y group: a cycle. (Other
   // orders can be harmless: groups meet independently.)
+  const int crossed_line = __LINE__ + 3;  // the line of the first psums, for the report
   const auto crossed = ts::shard_map<mesh_2x2, both, both>(
       [](const ts::shard_context<mesh_2x2>& c, const auto& b) {
         if (c.position() == 0 || c.position() == 3) return ts::psum<"y">(ts::psum<"x">(b));
         return ts::psum<"x">(ts::psum<"y">(b));
       });
-  CHECK_THROWS_WITH(crossed(a), Catch::Contains("deadlock"));
+  // The report names each device's pending collective, its group and its call site.
+  const std::string at = "collectives_failures.cpp:";
+  CHECK_THROWS_WITH(
+      crossed(a),
+      Catch::Contains("deadlock") &&
+          Catch::Contains("device 0 waits in all_reduce over \"x\" (group of devices [0, 2]) "
+                          "at ") &&
+          Catch::Contains("device 1 waits in all_reduce over \"y\" (group of devices [0, 1]) "
+                          "at ") &&
+          Catch::Contains(at + std::to_string(crossed_line) + ";") &&
+          Catch::Contains(at + std::to_string(crossed_line + 1) + ";"));
   // Device 3 skips the psum its group partner waits in.
   const auto skipped = ts::shard_map<mesh_2x2, both, both>(
       [](const ts::shard_context<mesh_2x2>& c, const auto& b) {
         if (c.position() == 3) return ts::pvary<"y">(b);
         return ts::pvary<"y">(ts::psum<"y">(b));
       });
-  CHECK_THROWS_WITH(skipped(a), Catch::Contains("deadlock"));
+  CHECK_THROWS_WITH(skipped(a), Catch::Contains("deadlock") &&
+                                    Catch::Contains("device 2 waits in all_reduce over \"y\"") &&
+                                    Catch::Contains("3 devices returned from the function"));
   // The pool is fine afterwards.
   const auto fine = ts::shard_map<mesh_2x2, both, both>(
       [](const auto& b) { return ts::pvary<"x", "y">(ts::psum<"x", "y">(b)); });

@@ -28,6 +28,7 @@
 #include "../core/bfloat16.hpp"
 #include "../core/config.hpp"
 #include "../core/detail/axis_name.hpp"
+#include "detail/call_site.hpp"
 #include "detail/function_ref.hpp"
 
 namespace typeshard {
@@ -205,26 +206,30 @@ class backend {
   // ---- collectives: called inside a run() body by every member of `g` ------------------
   // Buffers are in elements of `t`; counts[j] is member j's piece per row. A backend may
   // throw usage_error for calls the members disagree on; if any member throws, the run
-  // releases the others (collective_aborted) as for any exception.
+  // releases the others (collective_aborted) as for any exception. `loc`, the caller's
+  // call site, is what the backends' mismatch and deadlock reports name, unless an outer
+  // entry point (ts::psum, ts::reshard, ...: detail/call_site.hpp) set the user's.
 
   // all_gather: send is [rows][counts[rank]]; recv is [rows][sum(counts)], row r holding
   // every member's row r in rank order (the tiled all_gather along one dimension).
   void all_gather(const collective_group& g, element_type t,
                   const void* send, void* recv, std::size_t rows,
-                  std::span<const std::size_t> counts);
+                  std::span<const std::size_t> counts,
+                  detail::source_site loc = detail::source_site::current());
 
   // reduce_scatter: send is [rows][sum(counts)]; recv is [rows][counts[rank]], the
   // reduction over members of this member's columns (tiled psum_scatter). No aliasing.
   void reduce_scatter(const collective_group& g, element_type t,
                       reduce_op op, const void* send, void* recv,
                       std::size_t rows,
-                      std::span<const std::size_t> counts);
+                      std::span<const std::size_t> counts,
+                      detail::source_site loc = detail::source_site::current());
 
   // all_reduce: recv[i] = reduction over members of send[i], i < count. send == recv is
   // allowed (in place); every member gets bitwise the same result.
   void all_reduce(const collective_group& g, element_type t,
                   reduce_op op, const void* send, void* recv,
-                  std::size_t count);
+                  std::size_t count, detail::source_site loc = detail::source_site::current());
 
   // all_to_all: member j's piece of send (by send_pieces) goes to member j, which stores
   // the piece from member i at piece i of its recv (by recv_pieces). Pieces have equal
@@ -232,7 +237,8 @@ class backend {
   void all_to_all(const collective_group& g, element_type t,
                   const void* send, void* recv,
                   const strided_pieces& send_pieces,
-                  const strided_pieces& recv_pieces);
+                  const strided_pieces& recv_pieces,
+                  detail::source_site loc = detail::source_site::current());
 
   // permute: send send_count elements to member send_to and receive recv_count from member
   // recv_from (either may be no_peer; the counts of a sender and its receiver must agree);
@@ -240,7 +246,7 @@ class backend {
   void permute(const collective_group& g, element_type t,
                const void* send, std::size_t send_count,
                std::size_t send_to, void* recv, std::size_t recv_count,
-               std::size_t recv_from);
+               std::size_t recv_from, detail::source_site loc = detail::source_site::current());
 
   // ---- kernel slots: no more heavy kernels at once than there are cores ------------------
   // A device body runs each heavy per-shard kernel (the GEMM of a matmul or einsum) holding

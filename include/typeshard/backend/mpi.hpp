@@ -66,6 +66,7 @@
 
 #include "detail/function_ref.hpp"
 #include "detail/mpi_datatypes.hpp"
+#include "detail/call_site.hpp"
 #include "detail/mpi_watchdog.hpp"
 #include "detail/reduce_kernels.hpp"
 #include "../core/errors.hpp"
@@ -465,19 +466,26 @@ class mpi_devices final : public backend {
   // TYPESHARD_MPI_CHECK: what every member calls (its signature, the collective, its own
   // collective number and, for permute, its peer and count), gathered without blocking
   // (MPI_Iallgather, waited for by the watchdog) and compared, as the thread pool compares
-  // them. Only when every member has arrived does the collective itself run.
+  // them, with its call site ("file:line", at most call_site_bytes - 1 characters). Only when
+  // every member has arrived does the collective itself run.
+  static constexpr std::size_t call_site_bytes = 96;
   struct call_record {
     std::uint64_t signature, kind, number, send_to, send_count;
+    char site[call_site_bytes];
   };
   void gather_calls(MPI_Comm c, const collective_group& g, collective_kind kind,
                     std::uint64_t signature, std::uint64_t send_to, std::uint64_t send_count) {
     ++collectives_;
     const std::uint64_t group_number = ++group_info_->collectives;
-    const call_record mine{signature, static_cast<std::uint64_t>(kind), collectives_, send_to,
-                           send_count};
+    call_record mine{signature, static_cast<std::uint64_t>(kind), collectives_, send_to,
+                     send_count, {}};
+    const std::string site = detail::format_call_site(detail::current_call_site(),
+                                                      call_site_bytes - 1);
+    std::memcpy(mine.site, site.data(), site.size());  // fits: call_site_bytes - 1 at most
     calls_.resize(g.size());
     MPI_Request request = MPI_REQUEST_NULL;
-    detail::mpi_check(MPI_Iallgather(&mine, 5, MPI_UINT64_T, calls_.data(), 5, MPI_UINT64_T, c,
+    constexpr int bytes = static_cast<int>(sizeof(call_record));
+    detail::mpi_check(MPI_Iallgather(&mine, bytes, MPI_BYTE, calls_.data(), bytes, MPI_BYTE, c,
                                      &request),
                       "MPI_Iallgather");
     detail::mpi_wait w;
@@ -485,8 +493,9 @@ class mpi_devices final : public backend {
     w.members = *group_ranks_;
     w.group_seq = group_number;
     w.group_key = key_of(w.members);
-    w.what = describe(kind, g, group_number, collectives_);
+    w.what = describe(kind, g, group_number, collectives_, site);
     watch_.wait(request, std::move(w));
+    for (call_record& r : calls_) r.site[call_site_bytes - 1] = '\0';
     for (const call_record& r : calls_)
       if (r.signature != signature) throw_calls_differ(g, group_number);
   }
@@ -536,9 +545,12 @@ class mpi_devices final : public backend {
             "); every device must call the same collectives in the same order");
   }
 
-  // "all_reduce over \"x\" (ranks [0, 2]): that group's collective #1, this rank's #3".
+  // "all_reduce over \"x\" (group of ranks [0, 2]) at f.cpp:31: that group's collective #1,
+  // rank 0's collective #3".
   std::string describe(collective_kind kind, const collective_group& g, std::uint64_t group_number,
-                       std::uint64_t number) const {
+                       std::uint64_t number,
+                       const std::string& site = detail::format_call_site(
+                           detail::current_call_site())) const {
     std::string axes;
     for (const detail::axis_name& a : g.axes) {
       if (!axes.empty()) axes += ',';
@@ -548,7 +560,8 @@ class mpi_devices final : public backend {
     std::string out = std::string(to_string(kind)) + " over \"" + axes + "\" (group of ranks [";
     for (std::size_t j = 0; j < group_ranks_->size(); ++j)
       out += (j ? ", " : "") + std::to_string((*group_ranks_)[j]);
-    return out + "]): that group's collective #" + std::to_string(group_number) + ", rank " +
+    return out + "]) at " + site +
+           ": that group's collective #" + std::to_string(group_number) + ", rank " +
            std::to_string(rank_) + "'s collective #" + std::to_string(number);
   }
 
@@ -567,7 +580,8 @@ class mpi_devices final : public backend {
              (r.kind <= static_cast<std::uint64_t>(collective_kind::permute)
                   ? to_string(static_cast<collective_kind>(r.kind))
                   : "?") +
-             " (signature " + std::to_string(r.signature % 100000) + ", its collective #" +
+             " at " + std::string(r.site) + " (signature " +
+             std::to_string(r.signature % 100000) + ", its collective #" +
              std::to_string(r.number) + ")" + (j + 1 < g.size() ? ";" : "");
     }
     throw usage_error(out);

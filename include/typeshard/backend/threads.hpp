@@ -32,6 +32,7 @@
 
 #include "../core/config.hpp"
 #include "backend.hpp"
+#include "collective_observer.hpp"
 #include "detail/function_ref.hpp"
 
 namespace typeshard {
@@ -144,6 +145,7 @@ class basic_cpu_devices final : public backend {
   struct send_info {
     std::size_t peer = 0;
     std::size_t count = 0;
+    collective_kind kind = collective_kind::permute;  // which collective, for the reports
   };
 
   void work(worker& w);

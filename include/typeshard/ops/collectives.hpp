@@ -34,6 +34,7 @@
 
 #include "../core/config.hpp"
 #include "../backend/backend.hpp"
+#include "../backend/detail/call_site.hpp"
 #include "../array/block.hpp"
 #include "../detail/buffer.hpp"
 #include "detail/collective_calls.hpp"
@@ -170,11 +171,13 @@ auto checked_reduce(const B& x) {
 // psum<Axes...>(x): the sum of x over the group (all-reduce), on every member.
 // pmax / pmin: the elementwise maximum / minimum over the group (NaN-aware, as the
 // elementwise ts::maximum / ts::minimum: kernels/functors.hpp).
-#define TYPESHARD_GROUP_REDUCTION(name, op)                  \
-  template <axis_name... Axes, block_type B>                 \
-    requires(sizeof...(Axes) >= 1)                           \
-  auto name(const B& x) {                                    \
-    return detail::checked_reduce<reduce_op::op, Axes...>(x); \
+#define TYPESHARD_GROUP_REDUCTION(name, op)                                    \
+  template <axis_name... Axes, block_type B>                                   \
+    requires(sizeof...(Axes) >= 1)                                             \
+  auto name(const B& x,                                                        \
+            detail::source_site loc = detail::source_site::current()) {        \
+    const detail::call_site_scope site(loc);                                   \
+    return detail::checked_reduce<reduce_op::op, Axes...>(x);                  \
   }
 TYPESHARD_GROUP_REDUCTION(psum, sum)
 TYPESHARD_GROUP_REDUCTION(pmax, max)
@@ -184,7 +187,8 @@ TYPESHARD_GROUP_REDUCTION(pmin, min)
 // pmean: psum divided by the group size (integer division for integer elements).
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
-auto pmean(const B& x) {
+auto pmean(const B& x, detail::source_site loc = detail::source_site::current()) {
+  const detail::call_site_scope site(loc);
   if constexpr (!detail::check_collective_axes<typename B::mesh_type, Axes...>()) {
     return detail::after_diagnostic(x);
   } else {
@@ -200,7 +204,9 @@ auto pmean(const B& x) {
 // (tiled); invariant over Axes. The blocks must have equal shapes.
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
-auto all_gather(const B& x, std::size_t dim = 0) {
+auto all_gather(const B& x, std::size_t dim = 0,
+                detail::source_site loc = detail::source_site::current()) {
+  const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
     return detail::after_diagnostic(x);
@@ -224,7 +230,9 @@ auto all_gather(const B& x, std::size_t dim = 0) {
 // slices of ceil(extent / size), the trailing ones shorter.
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
-auto psum_scatter(const B& x, std::size_t dim = 0) {
+auto psum_scatter(const B& x, std::size_t dim = 0,
+                  detail::source_site loc = detail::source_site::current()) {
+  const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
     return detail::after_diagnostic(x);
@@ -251,7 +259,9 @@ auto psum_scatter(const B& x, std::size_t dim = 0) {
 // concat_axis in rank order (tiled). Varies over Axes.
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
-auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis) {
+auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
+                detail::source_site loc = detail::source_site::current()) {
+  const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
     return detail::after_diagnostic(x);
@@ -277,7 +287,9 @@ auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis) {
 // zeros (as in JAX). Varies over Axes. Blocks moved must have equal shapes.
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
-auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> perm) {
+auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> perm,
+              detail::source_site loc = detail::source_site::current()) {
+  const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
     return detail::after_diagnostic(x);
@@ -304,16 +316,19 @@ auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> p
 }
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
-auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size_t>> perm) {
-  return ppermute<Axes...>(x, std::span<const std::pair<std::size_t, std::size_t>>(perm.begin(),
-                                                                                   perm.size()));
+auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size_t>> perm,
+              detail::source_site loc = detail::source_site::current()) {
+  return ppermute<Axes...>(
+      x, std::span<const std::pair<std::size_t, std::size_t>>(perm.begin(), perm.size()), loc);
 }
 
 // shift<Axes...>(x, offset): the ring permutation in which rank r sends to
 // (r + offset) mod size (ppermute with every pair); varies over Axes.
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
-auto shift(const B& x, std::ptrdiff_t offset) {
+auto shift(const B& x, std::ptrdiff_t offset,
+           detail::source_site loc = detail::source_site::current()) {
+  const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
     return detail::after_diagnostic(x);
@@ -324,7 +339,8 @@ auto shift(const B& x, std::ptrdiff_t offset) {
     for (std::ptrdiff_t r = 0; r < n; ++r)
       perm.emplace_back(static_cast<std::size_t>(r),
                         static_cast<std::size_t>(((r + offset) % n + n) % n));
-    return ppermute<Axes...>(x, std::span<const std::pair<std::size_t, std::size_t>>(perm));
+    return ppermute<Axes...>(x, std::span<const std::pair<std::size_t, std::size_t>>(perm),
+                             loc);
   }
 }
 

@@ -229,7 +229,9 @@ shape<R> padded_shape(const shape<N>& s) {
 template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
           sharded_array_type B, class U>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U>) {
+[[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U>,
+                          detail::source_site loc = detail::source_site::current()) {
+  const detail::call_site_scope site(loc);
   using T = typename A::value_type;
   if constexpr (!std::is_same_v<T, U> &&
                 (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>)) {
@@ -274,8 +276,8 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
 template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
           sharded_array_type B>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto einsum(const A& a, const B& b) {
-  return einsum<Subscripts, OutSpec>(a, b, preferred_element<typename A::value_type>);
+[[nodiscard]] auto einsum(const A& a, const B& b, detail::source_site loc = detail::source_site::current()) {
+  return einsum<Subscripts, OutSpec>(a, b, preferred_element<typename A::value_type>, loc);
 }
 
 }  // namespace typeshard

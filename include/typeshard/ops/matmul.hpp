@@ -278,7 +278,9 @@ struct matmul_out_extents<LE, RE, std::index_sequence<D...>> {
 // preferred_element_type: float sums either way, rounded once).
 template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B, class U>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U>) {
+[[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U>,
+                          detail::source_site loc = detail::source_site::current()) {
+  const detail::call_site_scope site(loc);
   using T = typename A::value_type;
   if constexpr (!std::is_same_v<T, U> &&
                 (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>)) {
@@ -316,8 +318,8 @@ template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B, 
 // matmul<OutSpec>(a, b): the same, of the operands' element type.
 template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto matmul(const A& a, const B& b) {
-  return matmul<OutSpec>(a, b, preferred_element<typename A::value_type>);
+[[nodiscard]] auto matmul(const A& a, const B& b, detail::source_site loc = detail::source_site::current()) {
+  return matmul<OutSpec>(a, b, preferred_element<typename A::value_type>, loc);
 }
 
 }  // namespace typeshard

@@ -14,12 +14,15 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "../../core/config.hpp"
 #include "../../core/errors.hpp"
 #include "../backend.hpp"
+#include "../collective_observer.hpp"
+#include "call_site.hpp"
 
 namespace typeshard::detail {
 
@@ -44,7 +47,32 @@ struct thread_call {
   std::uint64_t signature = 0;  // the arguments every member must agree on, hashed
   std::size_t peer = 0;         // permute: the member this one sends to
   std::size_t count = 0;        // permute: how many elements it sends
+  // For the reports: which collective, over which group, called where (the caller's,
+  // alive while it is in the collective), and whether it waits in the first barrier now
+  // (written under thread_run's mutex).
+  collective_kind kind = collective_kind::all_reduce;
+  const collective_group* group = nullptr;
+  const source_site* site = nullptr;
+  bool waiting = false;
 };
+
+// "all_reduce over \"x\" (group of devices [0, 2])": a collective and its group, for reports.
+TYPESHARD_DEFERRED inline std::string describe_call(const thread_call& c,
+                                                     std::span<const device_id> devices,
+                                                     std::span<const std::size_t> members) {
+  std::string axes;
+  if (c.group != nullptr) {
+    for (const axis_name& a : c.group->axes) {
+      if (!axes.empty()) axes += ',';
+      axes.append(a.chars, a.length);
+    }
+    if (axes.empty() && c.group->purpose != nullptr) axes = c.group->purpose;
+  }
+  std::string out = std::string(to_string(c.kind)) + " over \"" + axes + "\" (group of devices [";
+  for (std::size_t j = 0; j < members.size(); ++j)
+    out += (j ? ", " : "") + std::to_string(devices[members[j]]);
+  return out + "]) at " + format_call_site(c.site);
+}
 
 // The rendezvous of one collective group within a run: its members, how many arrived in
 // the current phase, and what each member passed to the current collective.
@@ -98,7 +126,9 @@ class thread_run {
   // collective_aborted when the run is aborted first (usage_error when the abort was a
   // detected deadlock); the other kind waits for its members whatever happens, for a
   // phase every member is certain to reach.
-  TYPESHARD_DEFERRED void arrive_and_wait(thread_group& g, bool abortable) {
+  // `rank` is the caller's rank in g; an abortable wait marks its call as waiting, for the
+  // deadlock report.
+  TYPESHARD_DEFERRED void arrive_and_wait(thread_group& g, bool abortable, std::size_t rank) {
     std::unique_lock lock(mutex_);
     if (abortable && aborted_) throw_aborted();
     const std::size_t phase = g.phase;
@@ -106,9 +136,11 @@ class thread_run {
       g.arrived = 0;
       ++g.phase;
       blocked_ -= g.size - 1;  // its waiters are runnable again from this moment
+      for (std::size_t j = 0; j < g.size; ++j) g.calls[j].waiting = false;
       g.released.notify_all();
       return;
     }
+    g.calls[rank].waiting = abortable;
     ++blocked_;
     check_deadlock_locked();
     // The last member usually arrives within the brief wait (wait_briefly); counted as
@@ -144,8 +176,27 @@ class thread_run {
   TYPESHARD_DEFERRED void check_deadlock_locked() {
     if (!aborted_ && blocked_ != 0 && blocked_ + finished_ == devices.size()) {
       deadlocked_ = true;
+      try {
+        report_ = waits_locked();
+      } catch (...) {  // out of memory: the report without the list
+      }
       abort_locked();
     }
+  }
+
+  // "; device 0 waits in all_reduce over \"x\" (group of devices [0, 1]) at f.cpp:12; ..."
+  TYPESHARD_DEFERRED std::string waits_locked() const {
+    std::string out;
+    for (std::size_t d = 0; d < devices.size(); ++d)
+      for (const thread_group* g = groups_.get(); g != nullptr; g = g->next.get())
+        for (std::size_t j = 0; j < g->size; ++j)
+          if (g->members[j] == d && g->calls[j].waiting)
+            out += "; device " + std::to_string(devices[d]) + " waits in " +
+                   describe_call(g->calls[j], devices, g->members);
+    if (finished_ != 0)
+      out += "; " + std::to_string(finished_) + " device" + (finished_ == 1 ? "" : "s") +
+             " returned from the function (and call no collective any more)";
+    return out;
   }
 
   TYPESHARD_DEFERRED void abort_locked() {
@@ -160,13 +211,14 @@ class thread_run {
           "typeshard: deadlock: every device still running waits in a collective that cannot "
           "complete (the devices called collectives over different groups in different "
           "orders, or some skipped a collective the others wait in); every device must call "
-          "the same collectives in the same order");
+          "the same collectives in the same order" + report_);
     throw collective_aborted();
   }
 
   std::mutex mutex_;
   std::atomic<bool> aborted_{false};  // changed under mutex_; arrive_and_wait also polls it
   bool deadlocked_ = false;
+  std::string report_;        // the deadlocked devices' waits, for the usage_error
   std::size_t blocked_ = 0;   // devices waiting in a barrier
   std::size_t finished_ = 0;  // devices whose function returned or threw
   std::unique_ptr<thread_group> groups_;  // the first of the run's groups, each owning the next

@@ -143,7 +143,9 @@ TYPESHARD_RUNTIME_DEF void backend::run(std::span<const device_id> devices,
 
 TYPESHARD_RUNTIME_DEF void backend::all_gather(const collective_group& g, element_type t,
                                                const void* send, void* recv, std::size_t rows,
-                                               std::span<const std::size_t> counts) {
+                                               std::span<const std::size_t> counts,
+                                               detail::source_site loc) {
+  const detail::call_site_scope site(loc);
   check_group(g);
   detail::check_counts(g, counts, "all_gather");
   const std::size_t gathered = rows * detail::sum_of(counts) * t.size;
@@ -157,7 +159,9 @@ TYPESHARD_RUNTIME_DEF void backend::all_gather(const collective_group& g, elemen
 TYPESHARD_RUNTIME_DEF void backend::reduce_scatter(const collective_group& g, element_type t,
                                                    reduce_op op, const void* send, void* recv,
                                                    std::size_t rows,
-                                                   std::span<const std::size_t> counts) {
+                                                   std::span<const std::size_t> counts,
+                                                   detail::source_site loc) {
+  const detail::call_site_scope site(loc);
   check_group(g);
   detail::check_reducible(t, op);
   detail::check_counts(g, counts, "reduce_scatter");
@@ -173,7 +177,9 @@ TYPESHARD_RUNTIME_DEF void backend::reduce_scatter(const collective_group& g, el
 
 TYPESHARD_RUNTIME_DEF void backend::all_reduce(const collective_group& g, element_type t,
                                                reduce_op op, const void* send, void* recv,
-                                               std::size_t count) {
+                                               std::size_t count,
+                                               detail::source_site loc) {
+  const detail::call_site_scope site(loc);
   check_group(g);
   detail::check_reducible(t, op);
   const std::size_t o = static_cast<std::size_t>(op);
@@ -187,7 +193,9 @@ TYPESHARD_RUNTIME_DEF void backend::all_reduce(const collective_group& g, elemen
 TYPESHARD_RUNTIME_DEF void backend::all_to_all(const collective_group& g, element_type t,
                                                const void* send, void* recv,
                                                const strided_pieces& send_pieces,
-                                               const strided_pieces& recv_pieces) {
+                                               const strided_pieces& recv_pieces,
+                                               detail::source_site loc) {
+  const detail::call_site_scope site(loc);
   check_group(g);
   if (send_pieces.elements() != recv_pieces.elements())
     throw usage_error(detail::message({"typeshard: internal: all_to_all pieces of ",
@@ -205,7 +213,9 @@ TYPESHARD_RUNTIME_DEF void backend::all_to_all(const collective_group& g, elemen
 TYPESHARD_RUNTIME_DEF void backend::permute(const collective_group& g, element_type t,
                                             const void* send, std::size_t send_count,
                                             std::size_t send_to, void* recv,
-                                            std::size_t recv_count, std::size_t recv_from) {
+                                            std::size_t recv_count, std::size_t recv_from,
+                                            detail::source_site loc) {
+  const detail::call_site_scope site(loc);
   check_group(g);
   if ((send_to != no_peer && send_to >= g.size()) ||
       (recv_from != no_peer && recv_from >= g.size()))

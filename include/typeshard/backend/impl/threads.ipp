@@ -208,7 +208,8 @@ void basic_cpu_devices<Unused>::do_all_gather(const collective_group& g,
                                               void* recv, std::size_t rows,
                                               std::span<const std::size_t> counts,
                                               std::uint64_t signature) {
-  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
+  collective(g, signature, send, recv, {0, 0, collective_kind::all_gather},
+             [&](std::span<const detail::thread_call> calls) {
     // Pull: this member copies every member's pieces into its own output.
     const std::size_t total = detail::sum_of(counts);
     std::size_t offset = 0;
@@ -232,7 +233,8 @@ void basic_cpu_devices<Unused>::do_reduce_scatter(const collective_group& g,
                                                   std::span<const std::size_t> counts,
                                                   std::uint64_t signature) {
   detail::check_reduce_kernel(t);
-  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
+  collective(g, signature, send, recv, {0, 0, collective_kind::reduce_scatter},
+             [&](std::span<const detail::thread_call> calls) {
     // This member reduces its own piece of every row, chunk by chunk so the partial
     // result stays in cache while the members' inputs stream past it.
     const std::size_t total = detail::sum_of(counts);
@@ -261,7 +263,8 @@ void basic_cpu_devices<Unused>::do_all_reduce(const collective_group& g,
                                               std::size_t count,
                                               std::uint64_t signature) {
   detail::check_reduce_kernel(t);
-  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
+  collective(g, signature, send, recv, {0, 0, collective_kind::all_reduce},
+             [&](std::span<const detail::thread_call> calls) {
     // Member r reduces slice r of every input (in rank order, so every member gets the
     // same bits) into a cache-sized scratch, then writes it to every member's output.
     // Slice r is read and written by member r alone, so send == recv is safe.
@@ -298,7 +301,8 @@ void basic_cpu_devices<Unused>::do_all_to_all(const collective_group& g,
                                               const strided_pieces& send_pieces,
                                               const strided_pieces& recv_pieces,
                                               std::uint64_t signature) {
-  collective(g, signature, send, recv, {}, [&](std::span<const detail::thread_call> calls) {
+  collective(g, signature, send, recv, {0, 0, collective_kind::all_to_all},
+             [&](std::span<const detail::thread_call> calls) {
     // Pull: this member (r) copies piece r of every member i's input to its piece i.
     for (std::size_t i = 0; i < g.size(); ++i)
       detail::copy_piece(t, static_cast<const unsigned char*>(calls[i].send), send_pieces,
@@ -313,7 +317,7 @@ void basic_cpu_devices<Unused>::do_permute(const collective_group& g, element_ty
                                            std::size_t recv_count,
                                            std::size_t recv_from,
                                            std::uint64_t signature) {
-  collective(g, signature, send, recv, {send_to, send_count},
+  collective(g, signature, send, recv, {send_to, send_count, collective_kind::permute},
              [&](std::span<const detail::thread_call> calls) {
     for (std::size_t j = 0; j < g.size(); ++j)
       if (calls[j].peer == g.rank && j != recv_from) throw_not_a_permutation(j, g.rank, recv_from);
@@ -331,6 +335,20 @@ void basic_cpu_devices<Unused>::do_permute(const collective_group& g, element_ty
 
 namespace detail {
 
+// The usage_error for members of `grp` that called different collectives: each member's
+// collective, group and call site.
+TYPESHARD_DEFERRED [[noreturn]] TYPESHARD_COLD inline void throw_calls_differ(
+    std::span<const device_id> devices, const thread_group& grp) {
+  std::string out =
+      "typeshard: the devices of a collective group called different collectives (or the "
+      "same with different sizes or element types); every device must call the same "
+      "collectives in the same order:";
+  for (std::size_t j = 0; j < grp.size; ++j)
+    out += std::string(j ? ";" : "") + " device " + std::to_string(devices[grp.members[j]]) +
+           " called " + describe_call(grp.calls[j], devices, grp.members);
+  throw usage_error(out);
+}
+
 // What the devices of one do_run share: the body, the run's rendezvous, each device's
 // failure, and how many devices are still running.
 struct thread_job {
@@ -343,6 +361,7 @@ struct thread_job {
 
   thread_run state;
   function_ref<void(std::size_t)> body;
+  const source_site* site = current_call_site();  // the caller's, for the reports
   std::unique_ptr<std::exception_ptr[]> failures;  // by position in the run
   std::atomic<std::size_t> remaining;  // changed under done_mutex; do_run also polls it
   std::mutex done_mutex;
@@ -354,6 +373,7 @@ struct thread_job {
 TYPESHARD_DEFERRED
 inline void run_job(thread_job& job, std::size_t index) noexcept {
   current_thread_device() = {&job.state, index};
+  current_call_site() = job.site;
   try {
     job.body(index);
   } catch (...) {
@@ -362,6 +382,7 @@ inline void run_job(thread_job& job, std::size_t index) noexcept {
   }
   job.state.finished();
   current_thread_device() = {};
+  current_call_site() = nullptr;
   std::lock_guard lock(job.done_mutex);
   if (--job.remaining == 0) job.done.notify_one();
 }
@@ -485,20 +506,22 @@ void basic_cpu_devices<Unused>::collective(
   // backend::check_group has checked that the caller is a member running in this run.
   detail::thread_run& run = *detail::current_thread_device().run;
   detail::thread_group& grp = run.group(g.members);
-  grp.calls[g.rank] = {send, recv, signature, info.peer, info.count};
-  run.arrive_and_wait(grp, true);
+  grp.calls[g.rank] = {send,      recv, signature, info.peer, info.count,
+                       info.kind, &g,   detail::current_call_site()};
+  run.arrive_and_wait(grp, true, g.rank);
   // Every member passed the first barrier, so every member reaches the second: it waits
   // even if the run is aborted meanwhile, and a failure in this member's share is raised
   // only after it, when no peer touches this member's buffers any more.
   std::exception_ptr failed;
   try {
     for (std::size_t j = 0; j < g.size(); ++j)
-      if (grp.calls[j].signature != signature) throw_signature_mismatch();
+      if (grp.calls[j].signature != signature)
+        detail::throw_calls_differ(run.devices, grp);
     work(std::span<const detail::thread_call>(grp.calls.get(), grp.size));
   } catch (...) {
     failed = std::current_exception();
   }
-  run.arrive_and_wait(grp, false);
+  run.arrive_and_wait(grp, false, g.rank);
   if (failed) std::rethrow_exception(failed);
 }
 
