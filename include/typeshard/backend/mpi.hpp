@@ -493,7 +493,7 @@ class mpi_devices final : public backend {
     w.members = *group_ranks_;
     w.group_seq = group_number;
     w.group_key = key_of(w.members);
-    w.what = describe(kind, g, group_number, collectives_, site);
+    w.what = describe_collective(kind, g, group_number, collectives_, site);
     watch_.wait(request, std::move(w));
     for (call_record& r : calls_) r.site[call_site_bytes - 1] = '\0';
     for (const call_record& r : calls_)
@@ -533,7 +533,7 @@ class mpi_devices final : public backend {
     wait.group_key = key;
     wait.group_seq = 0;
     group_ranks_ = &ranks_;
-    wait.what = describe(kind, g, 1, collectives_ + 1) +
+    wait.what = describe_collective(kind, g, 1, collectives_ + 1) +
                 " (before the group's first collective: making its communicator)";
     watch_.wait(std::span<MPI_Request>(requests), std::move(wait));
     for (std::size_t j = 0; j < n; ++j)
@@ -541,16 +541,16 @@ class mpi_devices final : public backend {
         throw usage_error(
             "typeshard: ranks " + std::to_string(rank_) + " and " + std::to_string(ranks_[j]) +
             " entered the collectives of different groups in crossing orders (rank " +
-            std::to_string(rank_) + ": " + describe(kind, g, 1, collectives_ + 1) +
+            std::to_string(rank_) + ": " + describe_collective(kind, g, 1, collectives_ + 1) +
             "); every device must call the same collectives in the same order");
   }
 
   // "all_reduce over \"x\" (group of ranks [0, 2]) at f.cpp:31: that group's collective #1,
   // rank 0's collective #3".
-  std::string describe(collective_kind kind, const collective_group& g, std::uint64_t group_number,
-                       std::uint64_t number,
-                       const std::string& site = detail::format_call_site(
-                           detail::current_call_site())) const {
+  std::string describe_collective(collective_kind kind, const collective_group& g,
+                                  std::uint64_t group_number, std::uint64_t number,
+                                  const std::string& site = detail::format_call_site(
+                                      detail::current_call_site())) const {
     std::string axes;
     for (const detail::axis_name& a : g.axes) {
       if (!axes.empty()) axes += ',';
