@@ -3,14 +3,20 @@
 // a loss that casts float master weights to bfloat16 (ts::astype on traced values), computes
 // in bfloat16 (einsum / matmul with preferred_element<float>, tanh, log_softmax) and returns
 // float gradients for the float weights, checked against the same loss computed in float on
-// the same (bf16-rounded) data, with bf16 tolerances.
+// the same (bf16-rounded) data, with bf16 tolerances; the model functions, comparisons, where,
+// argmax / argmin and scalar literals on bf16 arrays, blocks and traced values (each the float
+// result rounded once).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <random>
+#include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <typeshard/typeshard.hpp>
 
@@ -177,4 +183,121 @@ TEST_CASE("mixed precision: value_and_grad through bf16 compute gives float grad
       want(i, j) = s;
     }
   check_near(whole(gw), want, 1.0 / 128, "matmul d w");
+}
+
+namespace {
+
+// The model functions, comparisons, where and scalar literals on one operand kind (arrays or
+// blocks): x any values, p positive ones, both with x's spec. Each result is one operation on
+// its inputs, so on bf16 it must be the float result rounded once.
+struct model_ops {
+  template <class X>
+  auto operator()(const X& x, const X& p) const {
+    return std::tuple{ts::sigmoid(x),         ts::softplus(x),
+                      ts::gelu(x),            ts::gelu(x, false),
+                      ts::rsqrt(p),           ts::pow(p, 0.5f),
+                      ts::pow(x, 3),          ts::pow(p, x),
+                      ts::clip(x, -1.0f, 1),  x > 0.5f,
+                      ts::less_equal(x, p),   ts::where(x > 0.0f, x, p),
+                      ts::where(p < 1, 2.0, x), x * 2.0f,
+                      3 * x,                  x + 1,
+                      1.5 - x,                x / 4.0f,
+                      3.0f / p,               ts::argmax<1>(x),
+                      ts::argmin<0>(p)};
+  }
+};
+
+template <class R>
+auto host_of(const R& r) {
+  if constexpr (ts::block_type<R>)
+    return r.to_host();
+  else
+    return whole(r);
+}
+
+// The results (by position in model_ops) whose bf16 elements differ from the float ones
+// rounded to bf16 (indices: differ at all), with how many differ; empty when none does.
+template <class TB, class TF>
+std::string mismatches(const TB& got, const TF& want) {
+  std::string out;
+  auto one = [&](std::size_t op, const auto& g, const auto& w) {
+    const auto hg = host_of(g);
+    const auto hw = host_of(w);
+    std::size_t bad = hg.size() == hw.size() ? 0 : 1;
+    for (std::size_t i = 0; bad == 0 && i < hg.size(); ++i) {
+      using G = std::remove_cvref_t<decltype(hg.data()[i])>;
+      if constexpr (std::is_same_v<G, bf16>)
+        bad += hg.data()[i].bits != bf16(hw.data()[i]).bits;
+      else
+        bad += hg.data()[i] != hw.data()[i];
+    }
+    if (bad != 0) out += "op " + std::to_string(op) + " ";
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (one(I, std::get<I>(got), std::get<I>(want)), ...);
+  }(std::make_index_sequence<std::tuple_size_v<TB>>{});
+  return out;
+}
+
+// A loss through the model functions of float weights w: on a bf16 copy of w (Bf16) or on w.
+template <bool Bf16>
+struct functions_loss {
+  template <class W>
+  auto operator()(const W& w) const {
+    auto f = [](const auto& x) {
+      auto y = ts::sigmoid(x) + ts::softplus(x) * 0.5f + ts::gelu(x) - ts::gelu(x, false) * 2;
+      auto z = ts::rsqrt(x * x + 1) + ts::pow(x, 3) + ts::clip(x, -1.0f, 1);
+      return y + ts::where(x > 0.0f, z, 0.25f * x);
+    };
+    if constexpr (Bf16)
+      return ts::sum(ts::astype<float>(f(ts::astype<bf16>(w))));
+    else
+      return ts::sum(f(w));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("mixed precision: model functions, where, argmax and scalar literals on bf16",
+          "[bf16]") {
+  INFO(ts_test::seed_message());
+  std::mt19937_64 rng(ts_test::seed());
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  using S = ts::spec<"x", "y">;
+  std::uniform_int_distribution<std::size_t> ext(1, 9);
+  for (int round = 0; round < 3; ++round) {
+    const ts::shape<2> s{2 * ext(rng), 2 * ext(rng)};
+    INFO("extents " << s[0] << " x " << s[1]);
+    const auto hx = random_rounded(s, rng, 2.0f);
+    auto hp = random_rounded(s, rng, 2.0f);
+    for (float& v : hp.values()) v = float(bf16(std::abs(v) + 0.25f));
+    const auto xb = ts::device_put<S>(m, cast<bf16>(hx));
+    const auto pb = ts::device_put<S>(m, cast<bf16>(hp));
+    const auto xf = ts::device_put<S>(m, hx);
+    const auto pf = ts::device_put<S>(m, hp);
+    // Arrays.
+    const auto gb = model_ops{}(xb, pb);
+    static_assert(std::is_same_v<typename std::tuple_element_t<0, decltype(gb)>::value_type,
+                                 bf16>);
+    CHECK(mismatches(gb, model_ops{}(xf, pf)) == "");
+    // Blocks, inside shard_map: each device compares its own blocks.
+    std::vector<std::string> bad(4);
+    const auto f = ts::shard_map<mesh_2x2, ts::specs<S, S, S, S>, S>(
+        [&](const ts::shard_context<mesh_2x2>& c, const auto& x, const auto& p,
+            const auto& x32, const auto& p32) {
+          bad[c.position()] = mismatches(model_ops{}(x, p), model_ops{}(x32, p32));
+          return x32;
+        });
+    (void)f(xb, pb, xf, pf);
+    for (std::size_t d = 0; d < 4; ++d) CHECK(bad[d] == "");
+    // Traced: float weights, bf16 compute; against the same loss in float on the same values.
+    const auto w = ts::device_put<S>(m, hx);
+    auto [l, g] = ts::value_and_grad(functions_loss<true>{})(w);
+    auto [lf, gf] = ts::value_and_grad(functions_loss<false>{})(w);
+    static_assert(std::is_same_v<typename decltype(g)::value_type, float>);
+    const double lv = whole(l).data()[0], lfv = whole(lf).data()[0];
+    CHECK(std::abs(lv - lfv) <= 0.02 * (1 + std::abs(lfv)));
+    check_near(whole(g), whole(gf), 1.0 / 32, "d w through the functions");
+  }
 }

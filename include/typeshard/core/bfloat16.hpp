@@ -99,6 +99,28 @@ static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable_v<bfloat16> &&
 // bfloat16's NaNs).
 [[nodiscard]] constexpr bool is_nan(bfloat16 x) { return (x.bits & 0x7fffu) > 0x7f80u; }
 
+// The type of a scalar operand beside an array of T (x * s, x + s, ts::where(m, x, s), ...): T
+// itself, and for bfloat16 bfloat16_scalar, which takes any arithmetic value implicitly
+// (rounded once, as bfloat16's explicit constructor) so that `x * 2.0f` and `x + 1` read as on
+// float arrays. bfloat16 converts to it too; its element_type names the element it stands for.
+struct bfloat16_scalar : bfloat16 {
+  using element_type = bfloat16;
+  constexpr bfloat16_scalar(bfloat16 b) : bfloat16(b) {}  // NOLINT: implicit by design
+  template <class U>
+    requires std::is_arithmetic_v<U>
+  constexpr bfloat16_scalar(U v) : bfloat16(v) {}  // NOLINT: implicit by design
+};
+template <class T>
+struct scalar_parameter {
+  using type = T;
+};
+template <>
+struct scalar_parameter<bfloat16> {
+  using type = bfloat16_scalar;
+};
+template <class T>
+using scalar_parameter_t = typename scalar_parameter<T>::type;
+
 template <class T>
 inline constexpr bool is_floating_element_v =
     std::is_floating_point_v<T> || std::is_same_v<std::remove_cv_t<T>, bfloat16>;

@@ -60,8 +60,19 @@ struct with_scalar {
   S s;
   auto operator()(auto x) const { return f(x, s); }
 };
-template <class F, class S>
-with_scalar(F, S) -> with_scalar<F, S>;  // clang 14 deduces no aggregate's arguments
+// A scalar parameter type that stands for an element (bfloat16_scalar: its element_type) is
+// held as that element.
+template <class S>
+struct scalar_element {
+  using type = S;
+};
+template <class S>
+  requires requires { typename S::element_type; }
+struct scalar_element<S> {
+  using type = typename S::element_type;
+};
+template <class F, class S>  // clang 14 deduces no aggregate's arguments
+with_scalar(F, S) -> with_scalar<F, typename scalar_element<S>::type>;
 
 // ---- unary ---------------------------------------------------------------------------------
 

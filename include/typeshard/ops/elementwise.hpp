@@ -27,6 +27,7 @@
 
 #include "../detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
+#include "../core/bfloat16.hpp"
 #include "../core/errors.hpp"
 #include "../array/block.hpp"
 #include "../array/device_mesh.hpp"
@@ -329,6 +330,10 @@ auto linear_zip(const A& a, const B& b, F f, const char* op) {
 
 template <class A>
 using scalar_of = typename std::remove_cvref_t<A>::value_type;
+// The type of a scalar operand beside A (core/bfloat16.hpp: any arithmetic value beside
+// bfloat16).
+template <class A>
+using scalar_arg = scalar_parameter_t<scalar_of<A>>;
 
 }  // namespace detail
 
@@ -389,15 +394,15 @@ auto operator-(const A& a) {
 }
 // Scaling by a scalar: x * s, s * x, x / s.
 template <elementwise_operand A>
-auto operator*(const A& a, detail::scalar_of<A> s) {
+auto operator*(const A& a, detail::scalar_arg<A> s) {
   return detail::map_linear(a, fn::with_scalar{fn::multiplies, s});
 }
 template <elementwise_operand A>
-auto operator*(detail::scalar_of<A> s, const A& a) {
+auto operator*(detail::scalar_arg<A> s, const A& a) {
   return a * s;
 }
 template <elementwise_operand A>
-auto operator/(const A& a, detail::scalar_of<A> s) {
+auto operator/(const A& a, detail::scalar_arg<A> s) {
   return detail::map_linear(a, fn::with_scalar{fn::divides, s});
 }
 
@@ -431,23 +436,23 @@ auto map_nonlinear(const A& a, F f) {
 }  // namespace detail
 
 template <elementwise_operand A>
-auto operator+(const A& a, detail::scalar_of<A> s) {
+auto operator+(const A& a, detail::scalar_arg<A> s) {
   return detail::map_nonlinear(a, fn::with_scalar{fn::plus, s});
 }
 template <elementwise_operand A>
-auto operator+(detail::scalar_of<A> s, const A& a) {
+auto operator+(detail::scalar_arg<A> s, const A& a) {
   return a + s;
 }
 template <elementwise_operand A>
-auto operator-(const A& a, detail::scalar_of<A> s) {
+auto operator-(const A& a, detail::scalar_arg<A> s) {
   return detail::map_nonlinear(a, fn::with_scalar{fn::minus, s});
 }
 template <elementwise_operand A>
-auto operator-(detail::scalar_of<A> s, const A& a) {
+auto operator-(detail::scalar_arg<A> s, const A& a) {
   return detail::map_nonlinear(a, detail::scalar_first<fn::minus_t, detail::scalar_of<A>>{s});
 }
 template <elementwise_operand A>
-auto operator/(detail::scalar_of<A> s, const A& a) {
+auto operator/(detail::scalar_arg<A> s, const A& a) {
   return detail::map_nonlinear(a, detail::scalar_first<fn::divides_t, detail::scalar_of<A>>{s});
 }
 

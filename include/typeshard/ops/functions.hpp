@@ -21,6 +21,30 @@
 
 namespace typeshard {
 
+namespace detail {
+// f on a bfloat16 element computed in float and rounded once (the functors of
+// kernels/functors.hpp, instantiated on bfloat16, would round intermediate steps); f itself on
+// other elements.
+template <class F>
+struct in_float {
+  F f;
+  template <class X>
+  auto operator()(X x) const {
+    if constexpr (std::is_same_v<X, bfloat16>)
+      return bfloat16(f(float(x)));
+    else
+      return f(x);
+  }
+};
+template <class T, class F>
+auto computed_in_float(F f) {
+  if constexpr (std::is_same_v<T, bfloat16>)
+    return in_float<F>{f};
+  else
+    return f;
+}
+}  // namespace detail
+
 // sigmoid, softplus, rsqrt, gelu and clip are function objects, as ts::transpose is:
 // argument-dependent lookup never finds them, so a program's own unqualified gelu(h) helper
 // (a common name) keeps calling that helper. Their forms on values traced by
@@ -32,7 +56,7 @@ namespace typeshard {
   struct name##_t {                                                                         \
     template <elementwise_operand A>                                                        \
     [[nodiscard]] auto operator()(const A& a) const {                                       \
-      return map(a, fn::name);                                                              \
+      return map(a, detail::computed_in_float<detail::scalar_of<A>>(fn::name));             \
     }                                                                                       \
     template <class X>                                                                      \
       requires requires(const X& x) { traced_##name(x); }                                   \
@@ -51,7 +75,9 @@ TYPESHARD_FUNCTION_OBJECT(rsqrt);
 struct gelu_t {
   template <elementwise_operand A>
   [[nodiscard]] auto operator()(const A& a, bool approximate = true) const {
-    return approximate ? map(a, fn::gelu_tanh) : map(a, fn::gelu_erf);
+    using T = detail::scalar_of<A>;
+    return approximate ? map(a, detail::computed_in_float<T>(fn::gelu_tanh))
+                       : map(a, detail::computed_in_float<T>(fn::gelu_erf));
   }
   template <class X>
     requires requires(const X& x) { traced_gelu(x, true); }
@@ -64,14 +90,14 @@ inline constexpr gelu_t gelu{};
 // clip(x, lo, hi): min(max(x, lo), hi), as jnp.clip (a NaN stays NaN).
 struct clip_t {
   template <elementwise_operand A>
-  [[nodiscard]] auto operator()(const A& a, detail::scalar_of<A> lo,
-                                detail::scalar_of<A> hi) const {
+  [[nodiscard]] auto operator()(const A& a, detail::scalar_arg<A> lo,
+                                detail::scalar_arg<A> hi) const {
     return map(a, fn::clip_t<detail::scalar_of<A>>{lo, hi});
   }
   template <class X>
     requires requires(const X& x, typename X::value_type v) { traced_clip(x, v, v); }
-  [[nodiscard]] auto operator()(const X& x, typename X::value_type lo,
-                                typename X::value_type hi) const {
+  [[nodiscard]] auto operator()(const X& x, scalar_parameter_t<typename X::value_type> lo,
+                                scalar_parameter_t<typename X::value_type> hi) const {
     return traced_clip(x, lo, hi);
   }
 };
@@ -79,7 +105,7 @@ inline constexpr clip_t clip{};
 
 // pow(x, p): x^p with a scalar exponent; pow(x, y): elementwise, broadcast (rule 5).
 template <elementwise_operand A>
-[[nodiscard]] auto pow(const A& a, detail::scalar_of<A> p) {
+[[nodiscard]] auto pow(const A& a, detail::scalar_arg<A> p) {
   return map(a, fn::with_scalar{fn::pow, p});
 }
 template <elementwise_operand A, elementwise_operand B>

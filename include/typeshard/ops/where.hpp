@@ -30,11 +30,11 @@ namespace typeshard {
     return detail::zip_op<false>(a, b, fn::name, #name);                                     \
   }                                                                                         \
   template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto name(const A& a, detail::scalar_of<A> s) {                             \
+  [[nodiscard]] auto name(const A& a, detail::scalar_arg<A> s) {                             \
     return detail::map_nonlinear(a, fn::with_scalar{fn::name, s});                          \
   }                                                                                         \
   template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto name(detail::scalar_of<A> s, const A& a) {                             \
+  [[nodiscard]] auto name(detail::scalar_arg<A> s, const A& a) {                             \
     return detail::map_nonlinear(a, detail::scalar_first<fn::name##_t, detail::scalar_of<A>>{s}); \
   }
 TYPESHARD_COMPARISON(less)
@@ -53,11 +53,11 @@ TYPESHARD_COMPARISON(not_equal)
     return name(a, b);                                                                      \
   }                                                                                         \
   template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto operator op(const A& a, detail::scalar_of<A> s) {                      \
+  [[nodiscard]] auto operator op(const A& a, detail::scalar_arg<A> s) {                      \
     return name(a, s);                                                                      \
   }                                                                                         \
   template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto operator op(detail::scalar_of<A> s, const A& a) {                      \
+  [[nodiscard]] auto operator op(detail::scalar_arg<A> s, const A& a) {                      \
     return name(s, a);                                                                      \
   }
 TYPESHARD_COMPARISON_OPERATOR(<, less)
@@ -82,14 +82,14 @@ struct where_t {
   }
   template <elementwise_operand M, elementwise_operand A>
     requires same_operand_kind<M, A>
-  [[nodiscard]] auto operator()(const M& mask, const A& a, detail::scalar_of<A> b) const {
+  [[nodiscard]] auto operator()(const M& mask, const A& a, detail::scalar_arg<A> b) const {
     return detail::zip_op<true>(detail::zip_op<false>(mask, a, fn::select_t{}, "where"),
                                 detail::map_nonlinear(mask, fn::with_scalar{fn::reject_t{}, b}),
                                 fn::plus, "where");
   }
   template <elementwise_operand M, elementwise_operand B>
     requires same_operand_kind<M, B>
-  [[nodiscard]] auto operator()(const M& mask, detail::scalar_of<B> a, const B& b) const {
+  [[nodiscard]] auto operator()(const M& mask, detail::scalar_arg<B> a, const B& b) const {
     return detail::zip_op<true>(detail::map_nonlinear(mask, fn::with_scalar{fn::select_t{}, a}),
                                 detail::zip_op<false>(mask, b, fn::reject_t{}, "where"),
                                 fn::plus, "where");

@@ -88,40 +88,40 @@ auto operator-(const X& x) {
 // Scalars on either side: d(x + s) = d(s + x) = d(x - s) = g, d(s - x) = -g, d(x * s) = g s,
 // d(x / s) = g / s, d(s / x) = -g y / x.
 template <traced_type X>
-auto operator+(const X& x, detail::scalar_t<X> s) {
+auto operator+(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() + s, x, [](const auto& g) { return g; },
                         &detail::describe_elementwise);
 }
 template <traced_type X>
-auto operator+(detail::scalar_t<X> s, const X& x) {
+auto operator+(detail::scalar_arg_t<X> s, const X& x) {
   return x + s;
 }
 template <traced_type X>
-auto operator-(const X& x, detail::scalar_t<X> s) {
+auto operator-(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() - s, x, [](const auto& g) { return g; },
                         &detail::describe_elementwise);
 }
 template <traced_type X>
-auto operator-(detail::scalar_t<X> s, const X& x) {
+auto operator-(detail::scalar_arg_t<X> s, const X& x) {
   return detail::record(s - x.value(), x, [](const auto& g) { return -g; },
                         &detail::describe_elementwise);
 }
 template <traced_type X>
-auto operator*(const X& x, detail::scalar_t<X> s) {
+auto operator*(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() * s, x, [s](const auto& g) { return g * s; },
                         &detail::describe_elementwise);
 }
 template <traced_type X>
-auto operator*(detail::scalar_t<X> s, const X& x) {
+auto operator*(detail::scalar_arg_t<X> s, const X& x) {
   return x * s;
 }
 template <traced_type X>
-auto operator/(const X& x, detail::scalar_t<X> s) {
+auto operator/(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() / s, x, [s](const auto& g) { return g / s; },
                         &detail::describe_elementwise);
 }
 template <traced_type X>
-auto operator/(detail::scalar_t<X> s, const X& x) {
+auto operator/(detail::scalar_arg_t<X> s, const X& x) {
   auto y = s / x.value();
   return detail::record(y, x, [y, xv = x.value()](const auto& g) { return -(g * y) / xv; },
                         &detail::describe_elementwise);

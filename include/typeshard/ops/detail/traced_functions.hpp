@@ -29,12 +29,27 @@ inline std::string describe_where() {
          "over the dimensions it stretches, then resharded to its spec";
 }
 
-// y = f(x) of a traced x, f' given as the functor df: d x = g f'(x), one pass (fn::chain_t).
+// g * DF(x) (fn::chain_t), on bfloat16 computed in float and rounded once (where DF takes a
+// float: clip's derivative, 0 or 1 at the bfloat16 bounds, is exact in bfloat16).
+template <class DF>
+struct chain_in_float {
+  DF df{};
+  template <class G, class X>
+  G operator()(G g, X x) const {
+    if constexpr (std::is_same_v<G, bfloat16> && std::is_same_v<X, bfloat16> &&
+                  std::is_invocable_v<const DF&, float>)
+      return G(float(g) * df(float(x)));
+    else
+      return fn::chain_t<DF>{df}(g, x);
+  }
+};
+
+// y = f(x) of a traced x, f' given as the functor df: d x = g f'(x), one pass.
 template <class X, class Y, class DF>
 auto traced_unary(const X& x, Y y, DF df) {
   return record(std::move(y), x,
                 [xv = x.value(), df](const auto& g) {
-                  return typeshard::zip(g, xv, fn::chain_t<DF>{df});
+                  return typeshard::zip(g, xv, chain_in_float<DF>{df});
                 },
                 &describe_function);
 }
@@ -75,7 +90,7 @@ template <traced_type X>
 }
 // pow(x, p): d x = g p x^(p - 1).
 template <traced_type X>
-[[nodiscard]] auto pow(const X& x, detail::scalar_t<X> p) {
+[[nodiscard]] auto pow(const X& x, detail::scalar_arg_t<X> p) {
   using T = detail::scalar_t<X>;
   return detail::traced_unary(x, typeshard::pow(x.value(), p),
                               fn::with_scalar<fn::pow_grad_t, T>{fn::pow_grad_t{}, p});
@@ -103,7 +118,7 @@ template <class A, class B>
 }
 // clip(x, lo, hi): d x = g inside [lo, hi] (bounds included), else 0.
 template <traced_type X>
-[[nodiscard]] auto traced_clip(const X& x, detail::scalar_t<X> lo, detail::scalar_t<X> hi) {
+[[nodiscard]] auto traced_clip(const X& x, detail::scalar_arg_t<X> lo, detail::scalar_arg_t<X> hi) {
   using T = detail::scalar_t<X>;
   return detail::traced_unary(x, typeshard::clip(x.value(), lo, hi), fn::clip_grad_t<T>{lo, hi});
 }
@@ -117,11 +132,11 @@ template <traced_type X>
     return typeshard::name(detail::value_of(a), detail::value_of(b));                       \
   }                                                                                         \
   template <traced_type X>                                                                  \
-  [[nodiscard]] auto name(const X& x, detail::scalar_t<X> s) {                              \
+  [[nodiscard]] auto name(const X& x, detail::scalar_arg_t<X> s) {                              \
     return typeshard::name(x.value(), s);                                                   \
   }                                                                                         \
   template <traced_type X>                                                                  \
-  [[nodiscard]] auto name(detail::scalar_t<X> s, const X& x) {                              \
+  [[nodiscard]] auto name(detail::scalar_arg_t<X> s, const X& x) {                              \
     return typeshard::name(s, x.value());                                                   \
   }
 TYPESHARD_TRACED_COMPARISON(less)
@@ -139,11 +154,11 @@ TYPESHARD_TRACED_COMPARISON(not_equal)
     return name(a, b);                                                                      \
   }                                                                                         \
   template <traced_type X>                                                                  \
-  [[nodiscard]] auto operator op(const X& x, detail::scalar_t<X> s) {                       \
+  [[nodiscard]] auto operator op(const X& x, detail::scalar_arg_t<X> s) {                       \
     return name(x, s);                                                                      \
   }                                                                                         \
   template <traced_type X>                                                                  \
-  [[nodiscard]] auto operator op(detail::scalar_t<X> s, const X& x) {                       \
+  [[nodiscard]] auto operator op(detail::scalar_arg_t<X> s, const X& x) {                       \
     return name(s, x);                                                                      \
   }
 TYPESHARD_TRACED_COMPARISON_OPERATOR(<, less)
@@ -213,7 +228,7 @@ template <grad_operand M, class A, class B>
       &detail::describe_where);
 }
 template <grad_operand M, traced_type A>
-[[nodiscard]] auto traced_where(const M& mask, const A& a, detail::scalar_t<A> b) {
+[[nodiscard]] auto traced_where(const M& mask, const A& a, detail::scalar_arg_t<A> b) {
   using AV = typename A::array_type;
   const auto& mv = detail::value_of(mask);
   return detail::record(
@@ -224,7 +239,7 @@ template <grad_operand M, traced_type A>
       &detail::describe_where);
 }
 template <grad_operand M, traced_type B>
-[[nodiscard]] auto traced_where(const M& mask, detail::scalar_t<B> a, const B& b) {
+[[nodiscard]] auto traced_where(const M& mask, detail::scalar_arg_t<B> a, const B& b) {
   using BV = typename B::array_type;
   const auto& mv = detail::value_of(mask);
   return detail::record(

@@ -332,6 +332,10 @@ auto reduce_to(const V& v, const shape<A::rank>& a_extents) {
 
 template <class X>
 using scalar_t = typename std::remove_cvref_t<X>::value_type;
+// The type of a scalar operand beside X (core/bfloat16.hpp: any arithmetic value beside
+// bfloat16).
+template <class X>
+using scalar_arg_t = scalar_parameter_t<scalar_t<X>>;
 
 // The matmul equation of rank R: "ij,jk->ik", "aij,ajk->aik", ...
 template <std::size_t R>
