@@ -15,8 +15,9 @@
 // (ts::preferred_element<float>), and the attention probabilities are bf16 (ts::softmax on
 // bf16: row statistics in float). LayerNorm, GELU, the residual stream and the cross-entropy
 // stay float, as PyTorch's autocast keeps them. The gradients' reductions are float (the
-// products' backward reshards in float); each gradient arrives reduced over "data" too (the
-// cotangent of astype's bf16 copy is a whole value), so ZeRO's reduce-scatter is a slice.
+// products' backward reshards in float); each parameter's bf16 copy is a cast leaf
+// (ops/detail/traced_mixed.hpp), so its gradient arrives unreduced over "data", in float, for
+// ZeRO's reduce-scatter, as in the float model: the same collectives per step.
 //
 // The shardings (Megatron tensor parallelism over "model", data parallelism over "data"):
 //   activations X [B, S, D]           ("data", none, none): replicated over "model"

@@ -114,8 +114,8 @@ std::vector<std::vector<double>> mixed_program(ts::backend& b,
     r.emplace_back(host.values().begin(), host.values().end());
   };
   keep(ts::to_host(ts::reshard<ts::spec<>>(l)));
-  keep(ts::to_host(g1));
-  keep(ts::to_host(g2));
+  keep(ts::to_host(ts::reshard<ts::spec<>>(g1)));  // unreduced over x: the all-reduce
+  keep(ts::to_host(ts::reshard<ts::spec<>>(g2)));
   return r;
 }
 

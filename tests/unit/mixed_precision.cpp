@@ -156,16 +156,26 @@ TEST_CASE("mixed precision: value_and_grad through bf16 compute gives float grad
     auto [lf, gf] = ts::value_and_grad<0, 1>(float_loss{})(w1, w2, ts::device_put<XS>(m, hx), y);
     auto& [g1, g2] = g;
     auto& [gf1, gf2] = gf;
-    // Float, w1's spec, and reduced already: astype's cotangent is a whole value (the
-    // data-parallel all-reduce ran in float, in the backward of the preferred_element einsum).
+    // Float, w1's spec, and unreduced over "x" (data parallel) as the float model's: w1's bf16
+    // copy is a cast leaf, whose contributions keep their unreduced axes; whole() all-reduces.
     using G1 = std::remove_cvref_t<decltype(g1)>;
+    using GF1 = std::remove_cvref_t<decltype(gf1)>;
     static_assert(std::is_same_v<typename G1::value_type, float> &&
                   std::is_same_v<typename G1::spec, typename decltype(w1)::spec> &&
-                  G1::unreduced_type::empty);
+                  std::is_same_v<typename G1::unreduced_type, ts::unreduced<"x">> &&
+                  std::is_same_v<G1, GF1>);
     const double lv = whole(l).data()[0], lfv = whole(lf).data()[0];
     REQUIRE(std::abs(lv - lfv) <= 0.02 * (1 + std::abs(lfv)));
     check_near(whole(g1), whole(gf1), 0.05, "d w1");
     check_near(whole(g2), whole(gf2), 0.05, "d w2");
+    if (round == 0) {  // the plans of the same step: the cast leaves record no node
+      const auto lines = ts::backward_plans<0, 1>(mixed_loss{})(
+          w1, w2, ts::device_put<XS>(m, cast<bf16>(hx)), y);
+      REQUIRE(!lines.empty());
+      std::size_t mixed = 0;
+      for (const auto& line : lines) mixed += line.find("preferred_element") != line.npos;
+      CHECK(mixed == 2);
+    }
   }
   // matmul with preferred_element on a traced operand: d w = x^T g.
   const auto hx = random_rounded<2>({8, 6}, rng, 1.0f);

@@ -9,22 +9,29 @@
 //   auto [l, g] = ts::value_and_grad(loss)(w, x);           // g: float, w's type
 //
 // astype<U>(x): the backward casts the cotangent back to x's element type (exact from
-// bfloat16 to float; rounded to nearest even the other way).
+// bfloat16 to float; rounded to nearest even the other way). The bfloat16 copy of a float
+// differentiated argument is a cast leaf (ops/detail/traced_value.hpp): each use's backward
+// result reaches the argument's gradient as its own uses' do, cast to float and unreduced over
+// the axes it leaves (a data-parallel weight gradient stays unreduced<"data"> for the caller's
+// all-reduce or ZeRO's reduce-scatter, as in a float model), not as one reduced cotangent.
 //
 // einsum<S[, OutSpec]>(a, b, preferred_element<U>) and matmul(a, b, preferred_element<U>)
 // with a traced operand (bfloat16 operands, U = float): the forward accumulates and returns
 // U. Each operand's backward is the transposed contraction on the cotangent cast to the
 // operand's element type, accumulated in U, resharded to the operand's spec in U (so the
 // all-reduce or reduce-scatter of partial sums, e.g. a data-parallel weight gradient, adds in
-// float and moves float), then rounded once to the operand's element type. This is the
+// float and moves float), then rounded once to the operand's element type; for a cast leaf
+// operand, the float contraction itself (unreduced, as a float parameter's). This is the
 // documented choice for gradients' reduction: through a preferred_element<float> contraction
 // they are reduced in float; through a plain bfloat16 contraction (no preferred_element) in
 // bfloat16, moving half the bytes. Either way astype's backward hands the float master weights
-// a float gradient.
+// a float gradient; a cast leaf's (a float argument's bf16 copy) is unreduced, and the caller
+// reduces it in float.
 #pragma once
 
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "../astype.hpp"
 #include "../einsum.hpp"
@@ -44,13 +51,18 @@ inline std::string describe_mixed_einsum() {
 }
 
 // d operand (of type Operand, element T) = einsum<Tr>(g as T, other) accumulated in U,
-// resharded to the operand's spec in U, rounded to T.
-template <einsum_subscripts Tr, class Operand, class U, class G, class Other>
+// resharded to the operand's spec in U, rounded to T; for a cast leaf (CastLeaf) the
+// accumulated einsum in U itself (the cast leaf's sink keeps its unreduced axes).
+template <einsum_subscripts Tr, class Operand, class U, bool CastLeaf, class G, class Other>
 auto mixed_einsum_transpose(const G& g, const Other& other) {
   using T = typename Operand::value_type;
   const auto gt = typeshard::astype<T>(g);
   using GT = std::remove_cvref_t<decltype(gt)>;
-  if constexpr (einsum_valid<Tr, GT, Other>)
+  if constexpr (CastLeaf && einsum_valid<Tr, GT, Other>)
+    return typeshard::einsum<Tr>(gt, other, preferred_element<U>);
+  else if constexpr (CastLeaf)
+    return typeshard::einsum<Tr, typename Operand::spec>(gt, other, preferred_element<U>);
+  else if constexpr (einsum_valid<Tr, GT, Other>)
     return typeshard::astype<T>(typeshard::reshard<typename Operand::spec>(
         typeshard::einsum<Tr>(gt, other, preferred_element<U>)));
   else
@@ -64,12 +76,18 @@ auto mixed_einsum_transpose(const G& g, const Other& other) {
 template <class U, traced_type X>
 [[nodiscard]] auto astype(const X& x) {
   using T = typename X::value_type;
-  if constexpr (std::is_same_v<T, U>)
+  if constexpr (std::is_same_v<T, U>) {
     return x;
-  else
+  } else if constexpr (X::leaf >= 0 && std::is_same_v<T, float> &&
+                       std::is_same_v<U, bfloat16>) {
+    auto v = typeshard::astype<U>(x.value());
+    return traced<decltype(v), typename X::contributions, -2 - X::leaf, X::plans>(
+        std::move(v), x.tape(), nullptr);
+  } else {
     return detail::record(
         typeshard::astype<U>(x.value()), x,
         [](const auto& g) { return typeshard::astype<T>(g); }, &detail::describe_astype);
+  }
 }
 
 // einsum<Subscripts[, OutSpec]>(a, b, preferred_element<U>) with a traced operand.
@@ -96,10 +114,12 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class
     return detail::record(
         typeshard::einsum<Subscripts, OutSpec>(av, bv, pe), a, b,
         [bv](const auto& g) {
-          return detail::mixed_einsum_transpose<einsum_lhs_transpose<Subscripts>, AV, U>(g, bv);
+          return detail::mixed_einsum_transpose<einsum_lhs_transpose<Subscripts>, AV, U,
+                                                detail::is_cast_leaf_v<A>>(g, bv);
         },
         [av](const auto& g) {
-          return detail::mixed_einsum_transpose<einsum_rhs_transpose<Subscripts>, BV, U>(g, av);
+          return detail::mixed_einsum_transpose<einsum_rhs_transpose<Subscripts>, BV, U,
+                                                detail::is_cast_leaf_v<B>>(g, av);
         },
         &detail::describe_mixed_einsum);
   }

@@ -15,6 +15,7 @@
 #include "../../core/rules/rule9_gradients.hpp"
 #include "../../plan/grad_plan.hpp"
 #include "../../plan/reduce_plan.hpp"
+#include "../astype.hpp"
 #include "../einsum.hpp"
 #include "../reduce.hpp"
 #include "../reshard.hpp"
@@ -25,7 +26,10 @@ namespace typeshard {
 // traced<Array, Contributions, Leaf, Plans>: a value computed from the differentiated
 // arguments. Contributions (plan/grad_plan.hpp) lists, as types, which parameters the value's
 // computation used and with which unreduced axes their backward contributes; Leaf is the
-// argnum of a differentiated argument itself, -1 for an intermediate value. Plans: traced by
+// argnum of a differentiated argument itself, -1 for an intermediate value, and -2 - argnum
+// for a bfloat16 copy of a float differentiated argument (ts::astype on it: a cast leaf,
+// whose uses contribute to the argument's gradient directly, cast back to float and kept
+// unreduced as the argument's own uses are). Plans: traced by
 // ts::backward_plans, whose tape records each op's description and no backward; the others'
 // record the backward and no description (so neither is compiled where it is not used).
 template <class Array, class Contributions = grad_contributions<>, int Leaf = -1,
@@ -105,22 +109,38 @@ struct contributions_of<traced<A, C, L, P>> {
   using type = C;
 };
 
+// The argnum whose gradient a traced value of Leaf L contributes to directly: L for a
+// differentiated argument, -2 - L for a cast leaf, -1 for an intermediate value.
+constexpr int leaf_argnum(int leaf) { return leaf >= 0 ? leaf : (leaf <= -2 ? -2 - leaf : -1); }
+
+// Whether X is a cast leaf (a bfloat16 copy of a float differentiated argument).
+template <class X>
+inline constexpr bool is_cast_leaf_v = false;
+template <class A, class C, int L, bool P>
+inline constexpr bool is_cast_leaf_v<traced<A, C, L, P>> = (L <= -2);
+
+// A's layout with float elements: the float argument a cast leaf A was cast from.
+template <class A>
+using float_array_t = sharded_array<float, typename A::mesh_type, typename A::spec,
+                                    typename A::extents_type, typename A::unreduced_type>;
+
 // What an operand X contributes to the result's list when its backward result has type Raw:
-// a parameter adds (argnum, the axes its contribution keeps unreduced).
+// a parameter (or a cast leaf) adds (argnum, the axes its contribution keeps unreduced).
 template <class X, class Raw>
 struct new_contribution {
   using type = grad_contributions<>;
 };
 template <class A, class C, int L, bool P, class Raw>
-  requires(L >= 0)
+  requires(leaf_argnum(L) >= 0)
 struct new_contribution<traced<A, C, L, P>, Raw> {
-  using type = grad_contributions<
-      grad_contribution<static_cast<std::size_t>(L), contribution_unreduced_of<A, Raw>>>;
+  using type = grad_contributions<grad_contribution<static_cast<std::size_t>(leaf_argnum(L)),
+                                                    contribution_unreduced_of<A, Raw>>>;
 };
 
 // Where an operand's backward result goes: an intermediate's node (resharded to its spec,
-// reduced), a parameter's store (kept unreduced: to_contribution), or nowhere (a plain array,
-// whose backward is not even computed).
+// reduced), a parameter's store (kept unreduced: to_contribution; from a cast leaf cast to
+// float first, each partial sum rounded alone), or nowhere (a plain array, whose backward is
+// not even computed).
 template <class X>
 struct sink {
   static constexpr bool active = false;
@@ -134,8 +154,8 @@ struct sink<traced<A, C, L, P>> {
   value_node<cotangent_t<A>>* node = nullptr;
   leaf_store* store = nullptr;
   explicit sink(const traced<A, C, L, P>& x) {
-    if constexpr (L >= 0)
-      store = &x.tape()->leaves[static_cast<std::size_t>(L)];
+    if constexpr (leaf_argnum(L) >= 0)
+      store = &x.tape()->leaves[static_cast<std::size_t>(leaf_argnum(L))];
     else
       node = x.node();
   }
@@ -143,6 +163,10 @@ struct sink<traced<A, C, L, P>> {
   void deliver(const Raw& raw) const {
     if constexpr (L >= 0)
       store->add(to_contribution<A>(raw));
+    else if constexpr (L <= -2 && std::is_same_v<typename Raw::value_type, float>)
+      store->add(to_contribution<float_array_t<A>>(raw));
+    else if constexpr (L <= -2)
+      store->add(to_contribution<float_array_t<A>>(typeshard::astype<float>(raw)));
     else
       node->add(to_cotangent<A>(raw));
   }
@@ -152,13 +176,15 @@ template <class X, class Raw>
 std::string delivery_description() {
   if constexpr (!traced_type<X>) {
     return "";
-  } else if constexpr (X::leaf >= 0) {
+  } else if constexpr (leaf_argnum(X::leaf) >= 0) {
     using plan = reshard_plan<typename Raw::mesh_type, typename Raw::spec, typename X::spec,
                               typename Raw::extents_type, typename Raw::unreduced_type,
                               contribution_unreduced_of<typename X::array_type, Raw>>;
     // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
     std::string out = "  to parameter ";
-    out.append(std::to_string(X::leaf)).append(": ").append(plan::describe());
+    out.append(std::to_string(leaf_argnum(X::leaf)))
+        .append(X::leaf >= 0 ? ": " : " (cast to float): ")
+        .append(plan::describe());
     return out;
   } else {
     using plan = reshard_plan<typename Raw::mesh_type, typename Raw::spec, typename X::spec,
