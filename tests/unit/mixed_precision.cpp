@@ -193,6 +193,15 @@ TEST_CASE("mixed precision: value_and_grad through bf16 compute gives float grad
       want(i, j) = s;
     }
   check_near(whole(gw), want, 1.0 / 128, "matmul d w");
+  // A plain bf16 matmul of the cast leaf: the bf16 partial sums reach w's gradient as float,
+  // unreduced over "x" (the caller's all-reduce adds them in float).
+  auto f16 = [](const auto& w, const auto& x) {
+    return ts::sum(ts::astype<float>(ts::matmul(x, ts::astype<bf16>(w))));
+  };
+  auto gw16 = ts::grad<0>(f16)(ts::device_put<ts::spec<>>(m, hw),
+                               ts::device_put<ts::spec<"x", none>>(m, cast<bf16>(hx)));
+  static_assert(std::is_same_v<decltype(gw16), decltype(gw)>);
+  check_near(whole(gw16), want, 1.0 / 64, "plain bf16 matmul d w");
 }
 
 namespace {
