@@ -30,11 +30,11 @@ namespace typeshard {
     return detail::zip_op<false>(a, b, fn::name, #name);                                     \
   }                                                                                         \
   template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto name(const A& a, detail::scalar_arg<A> s) {                             \
+  [[nodiscard]] auto name(const A& a, detail::scalar_arg<A> s) {                            \
     return detail::map_nonlinear(a, fn::with_scalar{fn::name, s});                          \
   }                                                                                         \
   template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto name(detail::scalar_arg<A> s, const A& a) {                             \
+  [[nodiscard]] auto name(detail::scalar_arg<A> s, const A& a) {                            \
     return detail::map_nonlinear(a, detail::scalar_first<fn::name##_t, detail::scalar_of<A>>{s}); \
   }
 TYPESHARD_COMPARISON(less)
@@ -53,11 +53,11 @@ TYPESHARD_COMPARISON(not_equal)
     return name(a, b);                                                                      \
   }                                                                                         \
   template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto operator op(const A& a, detail::scalar_arg<A> s) {                      \
+  [[nodiscard]] auto operator op(const A& a, detail::scalar_arg<A> s) {                     \
     return name(a, s);                                                                      \
   }                                                                                         \
   template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto operator op(detail::scalar_arg<A> s, const A& a) {                      \
+  [[nodiscard]] auto operator op(detail::scalar_arg<A> s, const A& a) {                     \
     return name(s, a);                                                                      \
   }
 TYPESHARD_COMPARISON_OPERATOR(<, less)

@@ -132,11 +132,11 @@ template <traced_type X>
     return typeshard::name(detail::value_of(a), detail::value_of(b));                       \
   }                                                                                         \
   template <traced_type X>                                                                  \
-  [[nodiscard]] auto name(const X& x, detail::scalar_arg_t<X> s) {                              \
+  [[nodiscard]] auto name(const X& x, detail::scalar_arg_t<X> s) {                          \
     return typeshard::name(x.value(), s);                                                   \
   }                                                                                         \
   template <traced_type X>                                                                  \
-  [[nodiscard]] auto name(detail::scalar_arg_t<X> s, const X& x) {                              \
+  [[nodiscard]] auto name(detail::scalar_arg_t<X> s, const X& x) {                          \
     return typeshard::name(s, x.value());                                                   \
   }
 TYPESHARD_TRACED_COMPARISON(less)
@@ -154,11 +154,11 @@ TYPESHARD_TRACED_COMPARISON(not_equal)
     return name(a, b);                                                                      \
   }                                                                                         \
   template <traced_type X>                                                                  \
-  [[nodiscard]] auto operator op(const X& x, detail::scalar_arg_t<X> s) {                       \
+  [[nodiscard]] auto operator op(const X& x, detail::scalar_arg_t<X> s) {                   \
     return name(x, s);                                                                      \
   }                                                                                         \
   template <traced_type X>                                                                  \
-  [[nodiscard]] auto operator op(detail::scalar_arg_t<X> s, const X& x) {                       \
+  [[nodiscard]] auto operator op(detail::scalar_arg_t<X> s, const X& x) {                   \
     return name(s, x);                                                                      \
   }
 TYPESHARD_TRACED_COMPARISON_OPERATOR(<, less)
