@@ -113,8 +113,8 @@ struct tree_traits<S<L...>> {
     if constexpr (decltype(boost::hana::length(std::declval<A>()))::value != sizeof...(L))
       return false;
     else
-      return (std::is_same_v<std::remove_cvref_t<decltype(leaf<I>(std::declval<S<L...>&>()))>,
-                             L> &&
+      return (std::is_same_v<
+                  std::remove_reference_t<decltype(leaf<I>(std::declval<S<L...>&>()))>, L> &&
               ...);
   }
 
