@@ -1,5 +1,5 @@
 // Parameter trees (ops/tree.hpp): ts::value_and_grad over a Hana struct template, a std::tuple
-// and a std::array of arrays, with has_aux, and the optimizers over trees (SGD, Adam, AdamW,
+// and a std::array of arrays, nested, with has_aux, and the optimizers over trees (SGD, Adam, AdamW,
 // plain and ZeRO). A two-layer MLP with LayerNorm on the 2x2 mesh ("data" 2, "model" 2; the
 // batch over "data", W2's rows over "model"), trained with AdamW through trees, against the
 // same model written with one argnum per parameter and one optimizer call per array: the
@@ -180,6 +180,24 @@ TEST_CASE("tree: tuples and arrays of arrays; SGD and Adam over trees", "[grad][
   auto gm = ts::grad<0, 1>(mixed)(arr, X);
   static_assert(std::tuple_size_v<decltype(gm)> == 2);
   static_assert(std::is_same_v<std::tuple_element_t<0, decltype(gm)>, std::array<GA, 2>>);
+
+  // A nested tree (a tuple of a tuple and an array): gradients of the same shape; AdamW
+  // (ZeRO) over it equals the per-array step.
+  std::tuple<std::tuple<decltype(A)>, std::array<decltype(C), 1>> nested{{A}, {C}};
+  static_assert(ts::tree_size<decltype(nested)> == 2);
+  const auto nested_loss = [&](const auto& p, const auto& x) {
+    return two(std::get<0>(std::get<0>(p)), std::get<0>(std::get<1>(p)), x);
+  };
+  auto gn = ts::grad(nested_loss)(nested, X);
+  using GC = std::tuple_element_t<1, std::remove_cvref_t<decltype(fg)>>;
+  static_assert(std::is_same_v<decltype(gn), std::tuple<std::tuple<GA>, std::array<GC, 1>>>);
+  check_equal(std::get<0>(std::get<0>(gn)), std::get<0>(fg), "nested dA");
+  check_equal(std::get<1>(gn)[0], std::get<1>(fg), "nested dC");
+  auto sn = ts::zero_adam_init<"data">(nested);
+  const auto nested1 = ts::adamw_update(nested, gn, sn, {.lr = 0.01});
+  auto sna = ts::zero_adam_init<ts::spec<"data", none>>(A);
+  check_equal(std::get<0>(std::get<0>(nested1)),
+              ts::zero_adamw_update(A, std::get<0>(fg), sna, {.lr = 0.01}), "nested AdamW A");
 
   // SGD over the tuple (plain and ZeRO) equals the per-array step.
   const auto sgd = ts::sgd_update(t, gt, 0.1);

@@ -156,7 +156,7 @@ struct flat_layout<std::tuple<Args...>, std::index_sequence<I...>, Argnums...> {
   static constexpr std::array<bool, n + 1> tree{
       (is_argnum<I, Argnums...> && parameter_tree<Args>)..., false};
   static constexpr std::array<std::size_t, n + 1> width{
-      (tree[I] ? tree_traits_of<Args>::size : std::size_t{1})..., 0};
+      (tree[I] ? flat_size<Args>() : std::size_t{1})..., 0};
   static constexpr std::array<std::size_t, n + 1> offset = [] {
     std::array<std::size_t, n + 1> o{};
     for (std::size_t i = 0; i < n; ++i) o[i + 1] = o[i] + width[i];
@@ -185,16 +185,14 @@ struct flat_layout<std::tuple<Args...>, std::index_sequence<I...>, Argnums...> {
     auto check = [&]<class A>(std::size_t i, bool is_tree, const A*) {
       if constexpr (parameter_tree<A>) {
         if (!is_tree || bad != n * 65536) return;
-        if constexpr (tree_traits_of<A>::well_formed)
-          [&]<std::size_t... K>(std::index_sequence<K...>) {
-            std::size_t k = 0;
-            ((is_float_array<std::remove_cvref_t<decltype(tree_traits_of<A>::template leaf<K>(
-                  std::declval<A&>()))>>() || bad != n * 65536
-                  ? 0
-                  : (bad = i * 65536 + k, 0),
-              ++k),
-             ...);
-          }(std::make_index_sequence<tree_traits_of<A>::size>{});
+        using leaves = decltype(flatten(std::declval<const A&>()));
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+          ((is_float_array<std::remove_cvref_t<std::tuple_element_t<K, leaves>>>() ||
+                    bad != n * 65536
+                ? 0
+                : (bad = i * 65536 + K, 0)),
+           ...);
+        }(std::make_index_sequence<std::tuple_size_v<leaves>>{});
       }
     };
     (check(I, tree[I], static_cast<const Args*>(nullptr)), ...);
@@ -203,31 +201,23 @@ struct flat_layout<std::tuple<Args...>, std::index_sequence<I...>, Argnums...> {
   static constexpr bool well_formed = ((!tree[I] || check_tree<Args>()) && ...);
 };
 
-// One argument's part of the flat call: a tree's leaves or the argument.
+// One argument's part of the flat call: a tree's innermost leaves or the argument.
 template <bool Tree, class A>
 auto flat_part(const A& a) {
-  if constexpr (Tree) {
-    using TT = tree_traits_of<A>;
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return std::tuple<const std::remove_cvref_t<decltype(TT::template leaf<K>(a))>&...>(
-          TT::template leaf<K>(a)...);
-    }(std::make_index_sequence<TT::size>{});
-  } else {
+  if constexpr (Tree)
+    return flatten(a);
+  else
     return std::tuple<const A&>(a);
-  }
 }
 
 // Argument i of the original call, from the flat call's values: the tree of traced leaves
-// (of A's kind) or the value itself.
+// (of A's shape) or the value itself.
 template <class Layout, std::size_t Index, class A, class Flat>
 decltype(auto) regroup_argument(Flat& flat) {
-  if constexpr (Layout::tree[Index]) {
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return tree_traits_of<A>::make(std::get<Layout::offset[Index] + K>(flat)...);
-    }(std::make_index_sequence<Layout::width[Index]>{});
-  } else {
+  if constexpr (Layout::tree[Index])
+    return unflatten<A, Layout::offset[Index]>(flat);
+  else
     return std::get<Layout::offset[Index]>(flat);
-  }
 }
 
 // f called with the trees regrouped, the flat call's function.
@@ -351,10 +341,7 @@ class grad_function {
     auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
       constexpr std::size_t A = argnum[J];
       if constexpr (Layout::tree[A]) {
-        return [&]<std::size_t... K>(std::index_sequence<K...>) {
-          return tree_traits_of<std::tuple_element_t<A, arg_tuple>>::make(
-              std::get<Layout::start[J] + K>(std::move(all))...);
-        }(std::make_index_sequence<Layout::width[A]>{});
+        return unflatten<std::tuple_element_t<A, arg_tuple>, Layout::start[J]>(all);
       } else {
         return std::get<Layout::start[J]>(std::move(all));
       }

@@ -10,8 +10,8 @@
 //   auto [l, g] = ts::value_and_grad(loss)(p, X);   // g: layer<gradient of w, gradient of b>
 //   auto q = ts::tree_map([](const auto& w) { return w * 2.0; }, p);   // a layer again
 //
-// A tree is one level deep: its leaves are its members (tuple and array elements, the struct's
-// members in declaration order). Rebuilt over other leaf types (traced values, gradients,
+// A tree's members (tuple and array elements, the struct's members in declaration order) are
+// leaves or trees themselves (nested: a struct of layers); its leaves are the innermost ones. Rebuilt over other leaf types (traced values, gradients,
 // optimizer states) a tree keeps its kind: a tuple stays a tuple, a struct template S<L...>
 // becomes S<N...> (so the struct must be a template whose parameters are its members' types,
 // in order: the gradient of a replicated parameter has another type, unreduced<"data">); a
@@ -129,24 +129,87 @@ struct tree_traits<S<L...>> {
 template <class T>
 using tree_traits_of = tree_traits<std::remove_cvref_t<T>>;
 
-// Whether T, differentiated or updated as a tree, is well formed; else rule 9's message.
+// Nested trees (a member that is itself a tree): the leaves are the innermost members.
+template <class T, std::size_t I>
+using member_t =
+    std::remove_cvref_t<decltype(tree_traits_of<T>::template leaf<I>(std::declval<T&>()))>;
+
+// Whether T (nested trees too), differentiated or updated as a tree, is well formed; else rule 9's message.
 template <class T>
 constexpr bool check_tree() {
   if constexpr (!tree_traits_of<T>::is_tree)
     return true;
   else if constexpr (tree_traits_of<T>::well_formed)
-    return true;
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (check_tree<member_t<T, I>>() && ...);
+    }(std::make_index_sequence<tree_traits_of<T>::size>{});
   else
     return require<false, diagnostic::tree_struct_not_template<std::remove_cvref_t<T>>>::value &&
            false;
 }
 
-template <std::size_t I, class F, class T, class... More>
-auto leaf_call(F& f, T& t, More&... more) {
-  return f(tree_traits_of<T>::template leaf<I>(t), tree_traits_of<More>::template leaf<I>(more)...);
+// flat_size<T>: T's innermost leaves (1 for a leaf, 0 for a malformed struct).
+template <class T>
+constexpr std::size_t flat_size() {
+  using TT = tree_traits_of<T>;
+  if constexpr (!TT::is_tree) {
+    return 1;
+  } else if constexpr (!TT::well_formed) {
+    return 0;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (std::size_t{0} + ... + flat_size<member_t<T, I>>());
+    }(std::make_index_sequence<TT::size>{});
+  }
 }
 
-// The tree of f(leaf of t, leaf of each of more...): a leaf alone when t is not a tree.
+// Where member I's leaves begin among T's innermost leaves.
+template <class T, std::size_t I>
+constexpr std::size_t flat_offset() {
+  return []<std::size_t... K>(std::index_sequence<K...>) {
+    return (std::size_t{0} + ... + flat_size<member_t<T, K>>());
+  }(std::make_index_sequence<I>{});
+}
+
+// flatten(t): a std::tuple of const references to t's innermost leaves, in order.
+template <class T>
+auto flatten(const T& t) {
+  using TT = tree_traits_of<T>;
+  if constexpr (!TT::is_tree) {
+    return std::tuple<const T&>(t);
+  } else {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tuple_cat(flatten(TT::template leaf<I>(t))...);
+    }(std::make_index_sequence<TT::size>{});
+  }
+}
+
+// unflatten<T, Offset>(flat): T's shape rebuilt over flat's elements Offset... (moved from),
+// each tree of T's kind over the new leaves' types.
+template <class T, std::size_t Offset, class Flat>
+auto unflatten(Flat& flat) {
+  using TT = tree_traits_of<T>;
+  if constexpr (!TT::is_tree) {
+    using leaf = std::remove_cvref_t<std::tuple_element_t<Offset, Flat>>;
+    return leaf(std::move(std::get<Offset>(flat)));
+  } else {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return TT::make(unflatten<member_t<T, I>, Offset + flat_offset<T, I>()>(flat)...);
+    }(std::make_index_sequence<TT::size>{});
+  }
+}
+
+template <class F, class T, class... More>
+auto tree_map_impl(F& f, T& t, More&... more);
+
+template <std::size_t I, class F, class T, class... More>
+auto leaf_call(F& f, T& t, More&... more) {
+  return tree_map_impl(f, tree_traits_of<T>::template leaf<I>(t),
+                       tree_traits_of<More>::template leaf<I>(more)...);
+}
+
+// The tree of f(leaf of t, leaf of each of more...), nested trees recursively; f(t, more...)
+// when t is not a tree.
 template <class F, class T, class... More>
 auto tree_map_impl(F& f, T& t, More&... more) {
   using TT = tree_traits_of<T>;
@@ -165,9 +228,9 @@ auto tree_map_impl(F& f, T& t, More&... more) {
 template <class T>
 concept parameter_tree = detail::tree_traits_of<T>::is_tree;
 
-// tree_size<T>: the number of leaves (1 for an array).
+// tree_size<T>: the number of leaves, nested trees' leaves counted (1 for an array).
 template <class T>
-inline constexpr std::size_t tree_size = detail::tree_traits_of<T>::size;
+inline constexpr std::size_t tree_size = detail::flat_size<T>();
 
 // tree_map(f, t, more...): the tree of f(t's leaf, more's leaves...), leaf by leaf (more are
 // trees of the same kind and size, passed by reference: f may update them); on arrays, f(t,
