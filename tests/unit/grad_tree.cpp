@@ -1,6 +1,6 @@
 // Parameter trees (ops/tree.hpp): ts::value_and_grad over a Hana struct template, a std::tuple
-// and a std::array of arrays, nested, with has_aux, and the optimizers over trees (SGD, Adam, AdamW,
-// plain and ZeRO). A two-layer MLP with LayerNorm on the 2x2 mesh ("data" 2, "model" 2; the
+// and a std::array of arrays, nested, with has_aux, and the optimizers over trees (SGD, Adam,
+// AdamW, plain and ZeRO). A two-layer MLP with LayerNorm on the 2x2 mesh ("data" 2, "model" 2; the
 // batch over "data", W2's rows over "model"), trained with AdamW through trees, against the
 // same model written with one argnum per parameter and one optimizer call per array: the
 // gradient types are the same (static_assert), the losses and parameters equal step by step.

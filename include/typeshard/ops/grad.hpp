@@ -182,9 +182,9 @@ struct flat_layout<std::tuple<Args...>, std::index_sequence<I...>, Argnums...> {
   // The first leaf (argnum * 65536 + leaf) that is not a float array, or n * 65536 when none.
   static constexpr std::size_t bad_leaf() {
     std::size_t bad = n * 65536;
-    auto check = [&]<class A>(std::size_t i, bool is_tree, const A*) {
-      if constexpr (parameter_tree<A>) {
-        if (!is_tree || bad != n * 65536) return;
+    auto check = [&]<class A, bool IsTree>(std::size_t i, std::bool_constant<IsTree>, const A*) {
+      if constexpr (IsTree && check_tree<A>()) {  // a malformed tree is reported there
+        if (bad != n * 65536) return;
         using leaves = decltype(flatten(std::declval<const A&>()));
         [&]<std::size_t... K>(std::index_sequence<K...>) {
           ((is_float_array<std::remove_cvref_t<std::tuple_element_t<K, leaves>>>() ||
@@ -195,7 +195,7 @@ struct flat_layout<std::tuple<Args...>, std::index_sequence<I...>, Argnums...> {
         }(std::make_index_sequence<std::tuple_size_v<leaves>>{});
       }
     };
-    (check(I, tree[I], static_cast<const Args*>(nullptr)), ...);
+    (check(I, std::bool_constant<tree[I]>{}, static_cast<const Args*>(nullptr)), ...);
     return bad;
   }
   static constexpr bool well_formed = ((!tree[I] || check_tree<Args>()) && ...);
@@ -487,11 +487,13 @@ auto make_grad_function(F f) {
 // of the loss array and the gradient (one argnum) or a std::tuple of them.
 template <std::size_t... Argnums, class F>
 auto value_and_grad(F f) {
-  return detail::make_grad_function<detail::grad_mode::value_and_grad, false, Argnums...>(std::move(f));
+  return detail::make_grad_function<detail::grad_mode::value_and_grad, false, Argnums...>(
+      std::move(f));
 }
 template <std::size_t... Argnums, class F>
 auto value_and_grad(F f, has_aux_t) {
-  return detail::make_grad_function<detail::grad_mode::value_and_grad, true, Argnums...>(std::move(f));
+  return detail::make_grad_function<detail::grad_mode::value_and_grad, true, Argnums...>(
+      std::move(f));
 }
 
 // grad<Argnums...>(f): a callable returning the gradient(s) alone.

@@ -233,7 +233,9 @@ template <dim_spec Axis, class Tree, class GradTree>
 template <class Tree>
 [[nodiscard]] auto adam_init(const Tree& params) {
   return tree_map(
-      [](const auto& w) { return zero_adam_init<typename std::remove_cvref_t<decltype(w)>::spec>(w); },
+      [](const auto& w) {
+        return zero_adam_init<typename std::remove_cvref_t<decltype(w)>::spec>(w);
+      },
       params);
 }
 

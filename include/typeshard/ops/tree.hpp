@@ -11,8 +11,9 @@
 //   auto q = ts::tree_map([](const auto& w) { return w * 2.0; }, p);   // a layer again
 //
 // A tree's members (tuple and array elements, the struct's members in declaration order) are
-// leaves or trees themselves (nested: a struct of layers); its leaves are the innermost ones. Rebuilt over other leaf types (traced values, gradients,
-// optimizer states) a tree keeps its kind: a tuple stays a tuple, a struct template S<L...>
+// leaves or trees themselves (nested: a struct of layers); its leaves are the innermost ones.
+// Rebuilt over other leaf types (traced values, gradients, optimizer states) a tree keeps its
+// kind: a tuple stays a tuple, a struct template S<L...>
 // becomes S<N...> (so the struct must be a template whose parameters are its members' types,
 // in order: the gradient of a replicated parameter has another type, unreduced<"data">); a
 // std::array stays a std::array when the new leaves have one type, else becomes a std::tuple
@@ -134,7 +135,8 @@ template <class T, std::size_t I>
 using member_t =
     std::remove_cvref_t<decltype(tree_traits_of<T>::template leaf<I>(std::declval<T&>()))>;
 
-// Whether T (nested trees too), differentiated or updated as a tree, is well formed; else rule 9's message.
+// Whether T (nested trees too), differentiated or updated as a tree, is well formed; else
+// rule 9's message.
 template <class T>
 constexpr bool check_tree() {
   if constexpr (!tree_traits_of<T>::is_tree)
