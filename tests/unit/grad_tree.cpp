@@ -154,6 +154,15 @@ TEST_CASE("tree: tuples and arrays of arrays; SGD and Adam over trees", "[grad][
   };
   auto [lf, fg] = ts::value_and_grad<0, 1>(two)(A, C, X);
 
+  // has_aux without trees: ts::grad gives (gradients, aux), the aux untouched.
+  const auto with_aux = [&](const auto& a, const auto& c, const auto& x) {
+    return std::make_tuple(two(a, c, x), std::string("aux"));
+  };
+  auto [ga_aux, note] = ts::grad<0, 1>(with_aux, ts::has_aux)(A, C, X);
+  static_assert(std::is_same_v<decltype(ga_aux), std::remove_cvref_t<decltype(fg)>>);
+  CHECK(note == "aux");
+  check_equal(std::get<1>(ga_aux), std::get<1>(fg), "has_aux dC");
+
   // A tuple tree, beside a plain argument, and the loss taking it as a tuple.
   const auto tuple_loss = [&](const auto& t, const auto& x) {
     return two(std::get<0>(t), std::get<1>(t), x);

@@ -18,6 +18,14 @@
 // ts::sum(x) and ts::mean(x) give) computed from them. With one argnum the gradient is
 // returned alone, with several a std::tuple in argnum order (JAX: argnums=0 vs (0, 1)).
 //
+// Parameter trees (ops/tree.hpp): an argnum may name a tree of arrays (a Hana struct template,
+// a std::tuple, a std::array, nested): each leaf is differentiated as an argnum of its own, f
+// receives the tree rebuilt over traced leaves (p.w1 reads as on the parameters), and the
+// gradient is the same kind of tree over the leaves' gradients:
+//   auto [l, g] = ts::value_and_grad(loss)(params, X);        // g: mlp<dW1, db1, ...>
+// has_aux: ts::value_and_grad(f, ts::has_aux): f returns (loss, aux); the call returns
+// ((loss, aux), gradients), ts::grad(f, ts::has_aux) (gradients, aux), as JAX's has_aux.
+//
 // The gradient of argument i has its mesh, extents and spec, and is unreduced over the mesh
 // axes its uses leave unreduced (plan/grad_plan.hpp: contracting or summing a dimension
 // sharded over "data" that the parameter does not shard over): gradient_t tells the type.

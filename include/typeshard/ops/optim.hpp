@@ -21,6 +21,11 @@
 // gradient unreduced over axes ShardSpec does not shard over is all-reduced over them: the
 // plan says so); the parameter must be fully reduced.
 //
+// AdamW: zero_adamw_update (decoupled weight decay). Over parameter trees (ops/tree.hpp), leaf
+// by leaf with a state tree of the same shape: sgd_update, zero_sgd_update<"data">, adam_init,
+// zero_adam_init<"data"> (zero_over<"data"> shards each leaf's dimension 0), adam_update and
+// adamw_update.
+//
 // Mixed precision: a float parameter (the master copy) takes a bfloat16 gradient (from
 // bfloat16 compute): the gradient is reduce-scattered in bfloat16, half the bytes, and its
 // shard widened to float for the update, which runs in float (Adam's moments too).
