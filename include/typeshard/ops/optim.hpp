@@ -197,7 +197,7 @@ P zero_adamw_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>
 // A single array is a tree of one leaf, so each of these takes an array too.
 
 // zero_over<Axis>: the ZeRO sharding of a tree's leaves: a leaf whose dimension 0 is
-// unsharded and that does not use Axis has its update (and moments) sharded over Axis along
+// unsharded and that does not use Axis (one axis, or ts::axes(...) for several) has its update (and moments) sharded over Axis along
 // dimension 0; any other leaf is updated in its own spec (plain).
 template <dim_spec Axis>
 struct zero_over {
@@ -205,8 +205,12 @@ struct zero_over {
   struct shard_spec;
   template <class P, class Spec, std::size_t... I>
   struct shard_spec<P, Spec, std::index_sequence<I...>> {
-    static constexpr bool shard = P::rank > 0 && Spec::dim(0).is_none() &&
-                                  !(Axis.count == 1 && Spec::uses(Axis.axes[0]));
+    static constexpr bool uses_axis = [] {
+      for (std::size_t a = 0; a < Axis.count; ++a)
+        if (Spec::uses(Axis.axes[a])) return true;
+      return false;
+    }();
+    static constexpr bool shard = P::rank > 0 && Spec::dim(0).is_none() && !uses_axis;
     using type = std::conditional_t<shard, spec<(I == 0 ? Axis : Spec::dim(I))...>, Spec>;
   };
 };
