@@ -31,6 +31,7 @@
 #include "ops/matmul.hpp"
 #include "ops/move.hpp"
 #include "ops/optim.hpp"
+#include "ops/tree.hpp"
 #include "plan/einsum_plan.hpp"
 #include "plan/grad_plan.hpp"
 #include "plan/dims_plan.hpp"

@@ -18,6 +18,14 @@
 // ts::sum(x) and ts::mean(x) give) computed from them. With one argnum the gradient is
 // returned alone, with several a std::tuple in argnum order (JAX: argnums=0 vs (0, 1)).
 //
+// Parameter trees (ops/tree.hpp): an argnum may name a tree of arrays (a Hana struct template,
+// a std::tuple, a std::array, nested): each leaf is differentiated as an argnum of its own, f
+// receives the tree rebuilt over traced leaves (p.w1 reads as on the parameters), and the
+// gradient is the same kind of tree over the leaves' gradients:
+//   auto [l, g] = ts::value_and_grad(loss)(params, X);        // g: mlp<dW1, db1, ...>
+// has_aux: ts::value_and_grad(f, ts::has_aux): f returns (loss, aux); the call returns
+// ((loss, aux), gradients), ts::grad(f, ts::has_aux) (gradients, aux), as JAX's has_aux.
+//
 // The gradient of argument i has its mesh, extents and spec, and is unreduced over the mesh
 // axes its uses leave unreduced (plan/grad_plan.hpp: contracting or summing a dimension
 // sharded over "data" that the parameter does not shard over): gradient_t tells the type.
@@ -30,6 +38,7 @@
 // A loss whose dynamic extent is not 1 throws shape_error.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -46,6 +55,7 @@
 #include "../plan/grad_plan.hpp"
 #include "detail/grad_tape.hpp"
 #include "traced.hpp"
+#include "tree.hpp"
 
 namespace typeshard {
 
@@ -55,6 +65,13 @@ template <class Param, class Contributions, std::size_t Argnum>
 using gradient_t =
     detail::contribution_t<Param, gradient_unreduced_t<typename Param::mesh_type, Argnum,
                                                        Contributions>>;
+
+// has_aux: ts::value_and_grad(f, ts::has_aux): f returns (loss, aux), a std::pair or a
+// two-element std::tuple; aux comes back untouched (a traced aux as its value), JAX's has_aux.
+struct has_aux_t {
+  explicit constexpr has_aux_t() = default;
+};
+inline constexpr has_aux_t has_aux{};
 
 namespace detail {
 
@@ -137,7 +154,106 @@ constexpr std::size_t max_argnum() {
   return m;
 }
 
-template <grad_mode Mode, class F, std::size_t... Argnums>
+// The flat call of a call with parameter trees: each differentiated tree argument is replaced
+// by its leaves (each leaf an argnum of its own), the other arguments stay as they are.
+template <class ArgTuple, class Is, std::size_t... Argnums>
+struct flat_layout;
+template <class... Args, std::size_t... I, std::size_t... Argnums>
+struct flat_layout<std::tuple<Args...>, std::index_sequence<I...>, Argnums...> {
+  static constexpr std::size_t n = sizeof...(Args);
+  static constexpr std::array<bool, n + 1> tree{
+      (is_argnum<I, Argnums...> && parameter_tree<Args>)..., false};
+  static constexpr std::array<std::size_t, n + 1> width{
+      (tree[I] ? flat_size<Args>() : std::size_t{1})..., 0};
+  static constexpr std::array<std::size_t, n + 1> offset = [] {
+    std::array<std::size_t, n + 1> o{};
+    for (std::size_t i = 0; i < n; ++i) o[i + 1] = o[i] + width[i];
+    return o;
+  }();
+  static constexpr std::size_t flat_count = ((width[Argnums]) + ... + 0);
+  // The flat argnums, in the order of Argnums; start[j]: where Argnums' j-th begins in them.
+  static constexpr std::array<std::size_t, flat_count> flat_argnums = [] {
+    std::array<std::size_t, flat_count> a{};
+    std::size_t k = 0;
+    ((void)[&] {
+      for (std::size_t w = 0; w < width[Argnums]; ++w) a[k++] = offset[Argnums] + w;
+    }(), ...);
+    return a;
+  }();
+  static constexpr std::array<std::size_t, sizeof...(Argnums) + 1> start = [] {
+    std::array<std::size_t, sizeof...(Argnums) + 1> a{};
+    std::size_t j = 0;
+    ((a[j + 1] = a[j] + width[Argnums], ++j), ...);
+    return a;
+  }();
+
+  // The first leaf (argnum * 65536 + leaf) that is not a float array, or n * 65536 when none.
+  static constexpr std::size_t bad_leaf() {
+    std::size_t bad = n * 65536;
+    auto check = [&]<class A, bool IsTree>(std::size_t i, std::bool_constant<IsTree>, const A*) {
+      if constexpr (IsTree && check_tree<A>()) {  // a malformed tree is reported there
+        if (bad != n * 65536) return;
+        using leaves = decltype(flatten(std::declval<const A&>()));
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+          ((is_float_array<std::remove_cvref_t<std::tuple_element_t<K, leaves>>>() ||
+                    bad != n * 65536
+                ? 0
+                : (bad = i * 65536 + K, 0)),
+           ...);
+        }(std::make_index_sequence<std::tuple_size_v<leaves>>{});
+      }
+    };
+    (check(I, std::bool_constant<tree[I]>{}, static_cast<const Args*>(nullptr)), ...);
+    return bad;
+  }
+  static constexpr bool well_formed = ((!tree[I] || check_tree<Args>()) && ...);
+};
+
+// One argument's part of the flat call: a tree's innermost leaves or the argument.
+template <bool Tree, class A>
+auto flat_part(const A& a) {
+  if constexpr (Tree)
+    return flatten(a);
+  else
+    return std::tuple<const A&>(a);
+}
+
+// Argument i of the original call, from the flat call's values: the tree of traced leaves
+// (of A's shape) or the value itself.
+template <class Layout, std::size_t Index, class A, class Flat>
+decltype(auto) regroup_argument(Flat& flat) {
+  if constexpr (Layout::tree[Index])
+    return unflatten<A, Layout::offset[Index]>(flat);
+  else
+    return std::get<Layout::offset[Index]>(flat);
+}
+
+// f called with the trees regrouped, the flat call's function.
+template <class F, class Layout, class... Args>
+struct tree_call {
+  const F* f;
+  template <class... Flat>
+  auto operator()(Flat&&... flat) const {
+    auto all = std::forward_as_tuple(flat...);
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::invoke(*f, regroup_argument<Layout, I, Args>(all)...);
+    }(std::index_sequence_for<Args...>{});
+  }
+};
+
+template <grad_mode Mode, bool Aux, class F, std::size_t... Argnums>
+class grad_function;
+
+// The aux of f's (loss, aux), untouched; a traced aux as its value.
+template <class A>
+auto aux_value(const A& a) {
+  if constexpr (traced_type<A>)
+    return a.value();
+  else
+    return a;
+}
+
+template <grad_mode Mode, bool Aux, class F, std::size_t... Argnums>
 class grad_function {
  public:
   explicit grad_function(F f) : f_(std::move(f)) {}
@@ -154,6 +270,8 @@ class grad_function {
     } else if constexpr (!distinct<Argnums...>()) {
       static_assert(require<false, diagnostic::grad_argnums_repeated<Argnums...>>::value);
       return 0;
+    } else if constexpr ((parameter_tree<std::tuple_element_t<Argnums, arg_tuple>> || ...)) {
+      return run_tree(args...);
     } else if constexpr (!(is_float_array<std::tuple_element_t<Argnums, arg_tuple>>() && ...)) {
       constexpr std::size_t bad = first_not_float<arg_tuple>();
       static_assert(require<false, diagnostic::grad_argnum_not_float_array<bad>>::value);
@@ -180,6 +298,68 @@ class grad_function {
           : false),
      ...);
     return bad;
+  }
+
+  // A call with parameter trees: the flat call (every leaf an argnum), its gradients
+  // regrouped into trees of the arguments' kinds.
+  template <class... Args>
+  auto run_tree(const Args&... args) const {
+    using layout = flat_layout<std::tuple<Args...>, std::index_sequence_for<Args...>,
+                               Argnums...>;
+    constexpr std::size_t bad = layout::well_formed ? layout::bad_leaf() : 0;
+    if constexpr (!layout::well_formed) {
+      return 0;  // the struct's diagnostic fired
+    } else if constexpr (bad != sizeof...(Args) * 65536) {
+      static_assert(require<false, diagnostic::grad_tree_leaf_not_float_array<
+                                       bad / 65536, bad % 65536>>::value);
+      return 0;
+    } else {
+      return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        auto flat = std::tuple_cat(flat_part<layout::tree[I]>(args)...);
+        using call = tree_call<F, layout, Args...>;
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+          using inner = grad_function<Mode, Aux, call, layout::flat_argnums[K]...>;
+          auto r = std::apply(inner(call{&f_}), flat);
+          if constexpr (Mode == grad_mode::plans)
+            return r;
+          else if constexpr (Mode == grad_mode::grad && !Aux)
+            return regroup_gradients<layout, Args...>(std::move(r));
+          else if constexpr (Mode == grad_mode::grad)
+            return std::make_pair(regroup_gradients<layout, Args...>(std::move(r.first)),
+                                  std::move(r.second));
+          else
+            return std::make_pair(std::move(r.first),
+                                  regroup_gradients<layout, Args...>(std::move(r.second)));
+        }(std::make_index_sequence<layout::flat_count>{});
+      }(std::index_sequence_for<Args...>{});
+    }
+  }
+
+  // The flat call's gradients (one, or a tuple) as the trees (or arrays) of Argnums.
+  template <class Layout, class... Args, class G>
+  static auto regroup_gradients(G&& g) {
+    auto all = [&] {
+      if constexpr (Layout::flat_count == 1)
+        return std::make_tuple(std::move(g));
+      else
+        return std::move(g);
+    }();
+    using arg_tuple = std::tuple<Args...>;
+    constexpr std::array<std::size_t, sizeof...(Argnums)> argnum{Argnums...};
+    auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
+      constexpr std::size_t A = argnum[J];
+      if constexpr (Layout::tree[A]) {
+        return unflatten<std::tuple_element_t<A, arg_tuple>, Layout::start[J]>(all);
+      } else {
+        return std::get<Layout::start[J]>(std::move(all));
+      }
+    };
+    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+      if constexpr (sizeof...(Argnums) == 1)
+        return one(std::integral_constant<std::size_t, 0>{});
+      else
+        return std::make_tuple(one(std::integral_constant<std::size_t, J>{})...);
+    }(std::index_sequence_for<decltype(Argnums)...>{});
   }
 
   // What a call returns when f cannot be differentiated (a diagnostic, or f's own error,
@@ -239,6 +419,27 @@ class grad_function {
   template <class Out, class... Args>
   auto run_with(const Out& out, const std::shared_ptr<grad_tape>& tape,
                 const Args&... args) const {
+    if constexpr (!Aux) {
+      return run_loss(out, tape, args...);
+    } else if constexpr (!requires { std::tuple_size<Out>::value; }) {
+      static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
+      return placeholder(args...);
+    } else {
+      auto r = run_loss(std::get<0>(out), tape, args...);
+      auto aux = aux_value(std::get<1>(out));
+      if constexpr (Mode == grad_mode::plans)
+        return r;
+      else if constexpr (Mode == grad_mode::grad)
+        return std::make_pair(std::move(r), std::move(aux));
+      else
+        return std::make_pair(std::make_pair(std::move(r.first), std::move(aux)),
+                              std::move(r.second));
+    }
+  }
+
+  template <class Out, class... Args>
+  auto run_loss(const Out& out, const std::shared_ptr<grad_tape>& tape,
+                const Args&... args) const {
     if constexpr (!traced_type<Out>) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
       return placeholder(args...);
@@ -280,12 +481,12 @@ class grad_function {
   F f_;
 };
 
-template <grad_mode Mode, std::size_t... Argnums, class F>
+template <grad_mode Mode, bool Aux, std::size_t... Argnums, class F>
 auto make_grad_function(F f) {
   if constexpr (sizeof...(Argnums) == 0)
-    return grad_function<Mode, F, 0>(std::move(f));
+    return grad_function<Mode, Aux, F, 0>(std::move(f));
   else
-    return grad_function<Mode, F, Argnums...>(std::move(f));
+    return grad_function<Mode, Aux, F, Argnums...>(std::move(f));
 }
 
 }  // namespace detail
@@ -294,13 +495,23 @@ auto make_grad_function(F f) {
 // of the loss array and the gradient (one argnum) or a std::tuple of them.
 template <std::size_t... Argnums, class F>
 auto value_and_grad(F f) {
-  return detail::make_grad_function<detail::grad_mode::value_and_grad, Argnums...>(std::move(f));
+  return detail::make_grad_function<detail::grad_mode::value_and_grad, false, Argnums...>(
+      std::move(f));
+}
+template <std::size_t... Argnums, class F>
+auto value_and_grad(F f, has_aux_t) {
+  return detail::make_grad_function<detail::grad_mode::value_and_grad, true, Argnums...>(
+      std::move(f));
 }
 
 // grad<Argnums...>(f): a callable returning the gradient(s) alone.
 template <std::size_t... Argnums, class F>
 auto grad(F f) {
-  return detail::make_grad_function<detail::grad_mode::grad, Argnums...>(std::move(f));
+  return detail::make_grad_function<detail::grad_mode::grad, false, Argnums...>(std::move(f));
+}
+template <std::size_t... Argnums, class F>
+auto grad(F f, has_aux_t) {
+  return detail::make_grad_function<detail::grad_mode::grad, true, Argnums...>(std::move(f));
 }
 
 // backward_plans<Argnums...>(f): a callable that runs f's forward pass and returns what its
@@ -309,7 +520,11 @@ auto grad(F f) {
 // its parameter's), as forward plans print them.
 template <std::size_t... Argnums, class F>
 auto backward_plans(F f) {
-  return detail::make_grad_function<detail::grad_mode::plans, Argnums...>(std::move(f));
+  return detail::make_grad_function<detail::grad_mode::plans, false, Argnums...>(std::move(f));
+}
+template <std::size_t... Argnums, class F>
+auto backward_plans(F f, has_aux_t) {
+  return detail::make_grad_function<detail::grad_mode::plans, true, Argnums...>(std::move(f));
 }
 
 }  // namespace typeshard

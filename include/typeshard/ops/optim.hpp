@@ -21,6 +21,11 @@
 // gradient unreduced over axes ShardSpec does not shard over is all-reduced over them: the
 // plan says so); the parameter must be fully reduced.
 //
+// AdamW: zero_adamw_update (decoupled weight decay). Over parameter trees (ops/tree.hpp), leaf
+// by leaf with a state tree of the same shape: sgd_update, zero_sgd_update<"data">, adam_init,
+// zero_adam_init<"data"> (zero_over<"data"> shards each leaf's dimension 0), adam_update and
+// adamw_update.
+//
 // Mixed precision: a float parameter (the master copy) takes a bfloat16 gradient (from
 // bfloat16 compute): the gradient is reduce-scattered in bfloat16, half the bytes, and its
 // shard widened to float for the update, which runs in float (Adam's moments too).
@@ -39,6 +44,7 @@
 #include "detail/zero_step.hpp"
 #include "elementwise.hpp"
 #include "reshard.hpp"
+#include "tree.hpp"
 
 namespace typeshard {
 
@@ -115,9 +121,11 @@ zero_adam_state<P, ShardSpec> zero_adam_init(const P& param) {
 // zero_adam_update(w, g, state, options): one Adam step (bias-corrected) on the shards, in
 // one pass per device: the reduced gradient shard, the moments and the parameter shard are
 // read once, the new moments and the new parameter shard written once, then all-gathered.
+namespace detail {
+// One Adam step; weight_decay != 0: AdamW's decoupled decay.
 template <sharded_array_type P, class ShardSpec, sharded_array_type G>
-P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
-                   const adam_options& o = {}) {
+P adam_step(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
+            const adam_options& o, double weight_decay) {
   using S = update_shard_t<P, ShardSpec>;
   using T = typename P::value_type;
   using M = typename P::mesh_type;
@@ -129,7 +137,7 @@ P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>&
     const T b1 = T(o.beta1), b2 = T(o.beta2);
     const T c1 = T(1) - T(std::pow(o.beta1, double(state.step)));
     const T c2 = T(1) - T(std::pow(o.beta2, double(state.step)));
-    const T lr = T(o.lr), eps = T(o.eps);
+    const T lr = T(o.lr), eps = T(o.eps), wd = T(weight_decay);
     // New moment blocks (the old ones may be shared: zero_adam_init gives m and v one zero
     // block), written in the same pass.
     std::vector<detail::buffer<T>> m_out(M::size), v_out(M::size);
@@ -143,7 +151,10 @@ P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>&
         const T vk = v[k] * b2 + (gk * gk) * (T(1) - b2);
         mn.data()[k] = mk;
         vn.data()[k] = vk;
-        g[k] = w[k] - lr * (mk / c1) / (std::sqrt(vk / c2) + eps);
+        if (weight_decay == 0)
+          g[k] = w[k] - lr * (mk / c1) / (std::sqrt(vk / c2) + eps);
+        else  // AdamW: the decay decoupled from the moments
+          g[k] = w[k] - lr * ((mk / c1) / (std::sqrt(vk / c2) + eps) + wd * w[k]);
       }
       m_out[p] = std::move(mn);
       v_out[p] = std::move(vn);
@@ -153,6 +164,117 @@ P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>&
     state.v = S(adopt_shards, param.device_mesh(), param.extents(), std::move(v_out));
     return next;
   }
+}
+
+}  // namespace detail
+
+template <sharded_array_type P, class ShardSpec, sharded_array_type G>
+P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
+                   const adam_options& o = {}) {
+  return detail::adam_step(param, grad, state, o, 0.0);
+}
+
+// AdamW (Loshchilov and Hutter; PyTorch's and optax's semantics): the Adam step plus
+// lr * weight_decay * w, the decay applied to the parameter, not through the moments.
+struct adamw_options {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+};
+
+// zero_adamw_update(w, g, state, options): w - lr * (m_hat / (sqrt(v_hat) + eps) + wd * w),
+// on the shards as zero_adam_update.
+template <sharded_array_type P, class ShardSpec, sharded_array_type G>
+P zero_adamw_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
+                    const adamw_options& o = {}) {
+  return detail::adam_step(param, grad, state, {o.lr, o.beta1, o.beta2, o.eps},
+                           o.weight_decay);
+}
+
+// ---- Over parameter trees (ops/tree.hpp): leaf by leaf, the state a tree of the same kind.
+// A single array is a tree of one leaf, so each of these takes an array too.
+
+// zero_over<Axis>: the ZeRO sharding of a tree's leaves: a leaf whose dimension 0 is
+// unsharded and that does not use Axis (one axis, or ts::axes(...) for several) has its update (and moments) sharded over Axis along
+// dimension 0; any other leaf is updated in its own spec (plain).
+template <dim_spec Axis>
+struct zero_over {
+  template <class P, class Spec = typename P::spec, class = std::make_index_sequence<P::rank>>
+  struct shard_spec;
+  template <class P, class Spec, std::size_t... I>
+  struct shard_spec<P, Spec, std::index_sequence<I...>> {
+    static constexpr bool uses_axis = [] {
+      for (std::size_t a = 0; a < Axis.count; ++a)
+        if (Spec::uses(Axis.axes[a])) return true;
+      return false;
+    }();
+    static constexpr bool shard = P::rank > 0 && Spec::dim(0).is_none() && !uses_axis;
+    using type = std::conditional_t<shard, spec<(I == 0 ? Axis : Spec::dim(I))...>, Spec>;
+  };
+};
+
+// sgd_update(params, grads, lr): w - lr * g per leaf, the gradient reduced to w's spec.
+template <class Tree, class GradTree>
+[[nodiscard]] Tree sgd_update(const Tree& params, const GradTree& grads, double lr) {
+  return tree_map(
+      [lr](const auto& w, const auto& g) {
+        using P = std::remove_cvref_t<decltype(w)>;
+        return zero_sgd_update<typename P::spec>(w, g, typename P::value_type(lr));
+      },
+      params, grads);
+}
+
+// zero_sgd_update<Axis>(params, grads, lr): the same, each update sharded by zero_over<Axis>.
+template <dim_spec Axis, class Tree, class GradTree>
+[[nodiscard]] Tree zero_sgd_update(const Tree& params, const GradTree& grads, double lr) {
+  return tree_map(
+      [lr](const auto& w, const auto& g) {
+        using P = std::remove_cvref_t<decltype(w)>;
+        using S = typename zero_over<Axis>::template shard_spec<P>::type;
+        return zero_sgd_update<S>(w, g, typename P::value_type(lr));
+      },
+      params, grads);
+}
+
+// adam_init(params): the tree of zero_adam_state, each leaf's moments in its own spec.
+template <class Tree>
+[[nodiscard]] auto adam_init(const Tree& params) {
+  return tree_map(
+      [](const auto& w) {
+        return zero_adam_init<typename std::remove_cvref_t<decltype(w)>::spec>(w);
+      },
+      params);
+}
+
+// zero_adam_init<Axis>(params): the same, each leaf's moments sharded by zero_over<Axis>.
+template <dim_spec Axis, class Tree>
+[[nodiscard]] auto zero_adam_init(const Tree& params) {
+  return tree_map(
+      [](const auto& w) {
+        using P = std::remove_cvref_t<decltype(w)>;
+        return zero_adam_init<typename zero_over<Axis>::template shard_spec<P>::type>(w);
+      },
+      params);
+}
+
+// adam_update(params, grads, state, options) and adamw_update: one step per leaf, with the
+// leaf's state (from adam_init or zero_adam_init<Axis>: plain or ZeRO as the state says).
+template <class Tree, class GradTree, class StateTree>
+[[nodiscard]] Tree adam_update(const Tree& params, const GradTree& grads, StateTree& state,
+                               const adam_options& o = {}) {
+  return tree_map([&o](const auto& w, const auto& g,
+                       auto& s) { return zero_adam_update(w, g, s, o); },
+                  params, grads, state);
+}
+
+template <class Tree, class GradTree, class StateTree>
+[[nodiscard]] Tree adamw_update(const Tree& params, const GradTree& grads, StateTree& state,
+                                const adamw_options& o = {}) {
+  return tree_map([&o](const auto& w, const auto& g,
+                       auto& s) { return zero_adamw_update(w, g, s, o); },
+                  params, grads, state);
 }
 
 }  // namespace typeshard

@@ -132,4 +132,29 @@ struct zero_update_gradient_element {
   }
 };
 
+// ts::value_and_grad over a parameter tree (ops/grad.hpp, ops/tree.hpp).
+template <std::size_t Argnum, std::size_t Leaf>
+struct grad_tree_leaf_not_float_array {
+  static constexpr bool fire() {
+    static_assert(detail::always_false_values<Argnum, Leaf>,
+                  "typeshard: rule 9 (gradients): every leaf of a differentiated parameter "
+                  "tree must be a fully reduced ts::sharded_array of float or double; fix: "
+                  "keep other values (data, integer arrays, options) out of the tree and pass "
+                  "them as plain arguments");
+    return true;
+  }
+};
+
+template <class Struct>
+struct tree_struct_not_template {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<Struct>,
+                  "typeshard: rule 9 (gradients): a parameter struct must be a class template "
+                  "over its members' types, in declaration order (its gradients and traced "
+                  "values have other types); fix: template <class W, class B> struct layer "
+                  "{ BOOST_HANA_DEFINE_STRUCT(layer, (W, w), (B, b)); };");
+    return true;
+  }
+};
+
 }  // namespace typeshard::diagnostic
