@@ -1,6 +1,6 @@
 // ts::checkpoint: arrays saved by 8 devices (2x4) restore on 1 device and on 2x2 with other
 // specs, and the reverse, every element equal (random extents, uneven included; with and
-// without checksum verification); the index (steps, names, step_of); a fault injected between
+// without checksum verification; float, double, int32 and bfloat16); the index (steps, names, step_of); a fault injected between
 // shards leaves the previous checkpoint loadable; truncated and torn files give a
 // checkpoint_error naming the file; bad requests throw.
 //
@@ -103,10 +103,13 @@ TEST_CASE("checkpoints saved on 2x4 restore on 1 device and on 2x2, and the reve
 
     // 4 devices write, 8 and 1 read.
     const auto d = tr::truncated_normal<ts::spec<ts::none, "x">>(k1, -2.0, 2.0, m4, e2);
-    tc::save(tmp.path, 100, {{"d", d}});
+    const auto d16 = ts::astype<ts::bfloat16>(d);  // safetensors' BF16
+    tc::save(tmp.path, 100, {{"d", d}, {"d16", d16}});
     const fs::path dir4 = tc::step_path(tmp.path, 100);
     require_same(tc::load<ts::spec<"y", "x">, float, 2>(dir4, "d", m8, options), d);
     require_same(tc::load<ts::spec<>, float, 2>(dir4, "d", m1, options), d);
+    require_same(tc::load<ts::spec<"y", "x">, ts::bfloat16, 2>(dir4, "d16", m8, options), d16);
+    require_same(tc::load<ts::spec<>, ts::bfloat16, 2>(dir4, "d16", m1, options), d16);
     // 1 device writes, 8 read.
     tc::save(tmp.path, 101, {{"b1", tc::load<ts::spec<>, double, 3>(dir, "opt/b", m1)}});
     require_same(tc::load<ts::spec<"x", "y">, double, 3>(tc::step_path(tmp.path, 101), "b1", m8,

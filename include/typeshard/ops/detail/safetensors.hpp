@@ -63,6 +63,7 @@ inline std::string dtype_name(element_type t) {
   switch (t.kind) {
     case element_kind::float32: return "F32";
     case element_kind::float64: return "F64";
+    case element_kind::bfloat16: return "BF16";
     case element_kind::int8: return "I8";
     case element_kind::uint8: return "U8";
     case element_kind::int16: return "I16";
