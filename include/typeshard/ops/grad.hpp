@@ -113,7 +113,7 @@ gradient_t<P, List, I> gradient_of(const P& param, const grad_tape& tape,
                                    grad_contributions<Cs...>) {
   using G = gradient_t<P, List, I>;
   std::optional<G> out;
-  auto add = [&](auto c) {
+  [[maybe_unused]] auto add = [&](auto c) {  // unused when no contribution reaches leaf I
     using C = decltype(c);
     if constexpr (C::argnum == I) {
       using CA = contribution_t<P, typename C::unreduced_type>;
