@@ -60,6 +60,8 @@
 #include "../core/rules/rule4_shard_map.hpp"
 #include "../core/rules/rule6_extents.hpp"
 #include "../core/rules/rule9_gradients.hpp"
+#include "detail/shard_map_checks.hpp"
+#include "detail/shard_map_outputs.hpp"
 
 namespace typeshard {
 
@@ -70,81 +72,6 @@ struct specs {
 };
 
 namespace detail {
-
-template <class S>
-struct as_specs {
-  using type = specs<S>;
-};
-template <spec_type... S>
-struct as_specs<specs<S...>> {
-  using type = specs<S...>;
-};
-
-template <class T>
-inline constexpr bool is_specs_v = false;
-template <spec_type... S>
-inline constexpr bool is_specs_v<specs<S...>> = true;
-
-template <std::size_t I, class Specs>
-struct spec_element;
-template <std::size_t I, spec_type... S>
-struct spec_element<I, specs<S...>> {
-  using type = std::tuple_element_t<I, std::tuple<S...>>;
-};
-
-// The first mesh axis the block varies over that Spec does not shard over, or "".
-template <class Mesh, class Spec, std::uint64_t Varying>
-constexpr axis_name first_unclaimed_axis() {
-  for (std::size_t i = 0; i < Mesh::rank; ++i)
-    if (((Varying >> i) & 1) && !Spec::uses(Mesh::axes[i].name)) return Mesh::axes[i].name;
-  return {};
-}
-
-// The first static extent of E that does not divide by Spec's shards, as {dim, extent,
-// shards}, or dim == Rank.
-template <class Mesh, class Spec, class E>
-constexpr std::array<std::size_t, 3> first_uneven_static_extent() {
-  for (std::size_t d = 0; d < E::rank; ++d) {
-    const std::size_t shards = layout<Mesh, Spec, E::rank>::shards_along(d);
-    if (E::is_static(d) && E::static_extents[d] % shards != 0)
-      return {d, E::static_extents[d], shards};
-  }
-  return {E::rank, 0, 0};
-}
-
-// Checks one argument against its in spec; one diagnostic, false, on the first problem.
-template <class Mesh, class Spec, class A>
-constexpr bool check_argument() {
-  using arr = std::remove_cvref_t<A>;
-  if constexpr (!std::is_same_v<typename arr::mesh_type, Mesh>) {
-    return require<false, diagnostic::shard_map_mesh_differs<Mesh, typename arr::mesh_type>>::value &&
-           false;
-  } else if constexpr (!check_spec<Mesh, Spec, arr::rank>()) {
-    return false;
-  } else {
-    constexpr auto bad = first_uneven_static_extent<Mesh, Spec, typename arr::extents_type>();
-    if constexpr (bad[0] != arr::rank) {
-      return require<false,
-                     diagnostic::static_extent_not_divisible<bad[0], bad[1], bad[2]>>::value &&
-             false;
-    } else {
-      return true;
-    }
-  }
-}
-
-template <class Mesh, class InSpecs, class... A, std::size_t... I>
-constexpr bool check_arguments(std::index_sequence<I...>) {
-  if constexpr (InSpecs::size != sizeof...(A)) {
-    return require<false, diagnostic::shard_map_argument_count<InSpecs::size, sizeof...(A)>>::value &&
-           false;
-  } else {
-    bool ok = true;
-    // Stop at the first bad argument so only one diagnostic fires.
-    ((ok = ok && check_argument<Mesh, typename spec_element<I, InSpecs>::type, A>()), ...);
-    return ok;
-  }
-}
 
 // The argument brought to its in spec (itself when it already has it: a cheap copy that
 // shares the shards).
@@ -157,52 +84,6 @@ auto to_in_spec(const A& a) {
     return reshard<Spec>(a);
 }
 
-// check_even_blocks on values: one copy per TU, whatever the meshes and specs.
-[[noreturn]] TYPESHARD_COLD inline void throw_uneven_block(const mesh_value& m,
-                                                         const dim_spec& ds,
-                                                         std::size_t argument, std::size_t d,
-                                                         std::size_t extent,
-                                                         std::size_t shards) {
-  std::string axes;
-  for (std::size_t i = 0; i < ds.count; ++i)
-    axes += (i ? " x '" : "'") + std::string(ds.axes[i].view()) + "' (" +
-            std::to_string(m.size_of(ds.axes[i])) + ")";
-  throw shape_error("typeshard: shard_map: argument " + std::to_string(argument) +
-                    ", dimension " + std::to_string(d) + " has extent " +
-                    std::to_string(extent) + ", not divisible by its " +
-                    std::to_string(shards) + " shards over " + axes +
-                    "; shard_map needs even blocks (as JAX): use a multiple of " +
-                    std::to_string(shards) + " or shard that dimension less");
-}
-TYPESHARD_NOINLINE inline void check_even_blocks_on(const mesh_value& m,
-                                                    std::span<const dim_spec> spec,
-                                                    std::span<const std::size_t> extents,
-                                                    std::size_t argument) {
-  for (std::size_t d = 0; d < extents.size(); ++d) {
-    const std::size_t shards = shards_of(m, spec[d]);
-    if (extents[d] % shards != 0)
-      throw_uneven_block(m, spec[d], argument, d, extents[d], shards);
-  }
-}
-
-template <class Spec, class A>
-void check_even_blocks(const A& a, std::size_t argument) {
-  check_even_blocks_on(mesh_value_of<typename A::mesh_type>(),
-                       layout<typename A::mesh_type, Spec, A::rank>::entries, a.extents(),
-                       argument);
-}
-
-// An argument on other devices than argument 0's, out of line: one copy per mesh type, not a
-// message built for every argument of every shard_mapped call.
-template <class Mesh>
-[[noreturn]] TYPESHARD_COLD void throw_argument_on_other_devices(std::size_t argument,
-                                                                 const device_mesh<Mesh>& got,
-                                                                 const device_mesh<Mesh>& first) {
-  throw device_mesh_error("typeshard: shard_map: argument " + std::to_string(argument) +
-                          " lives on " + got.to_string() + " but argument 0 on " +
-                          first.to_string() + "; put every argument on the same devices");
-}
-
 // An lvalue of T where a diagnostic has fired: declared only (the program never links, as it
 // never compiles), unlike std::declval usable in evaluated code.
 template <class T>
@@ -210,110 +91,6 @@ T& declared_only();
 
 template <class Mesh, class Spec, class A>
 using input_block = block<typename A::value_type, A::rank, Mesh, vary_of_spec<Mesh, Spec>>;
-
-template <class R>
-struct result_blocks {
-  static constexpr bool valid = is_block_v<R>;
-  using tuple = std::tuple<R>;
-};
-template <class... R>
-struct result_blocks<std::tuple<R...>> {
-  static constexpr bool valid = (is_block_v<R> && ...);
-  using tuple = std::tuple<R...>;
-};
-
-// Checks f's result against the out specs: blocks of the mesh, one per out spec, valid
-// specs (rule 1), and rule 4.
-template <class Mesh, class OutSpecs, class R, std::size_t I>
-constexpr bool check_output() {
-  using b = std::tuple_element_t<I, typename result_blocks<R>::tuple>;
-  using S = typename spec_element<I, OutSpecs>::type;
-  if constexpr (!std::is_same_v<typename b::mesh_type, Mesh>) {
-    return require<false, diagnostic::shard_map_result_not_blocks<R>>::value && false;
-  } else if constexpr (!check_spec<Mesh, S, b::rank>()) {
-    return false;
-  } else {
-    constexpr axis_name unclaimed =
-        first_unclaimed_axis<Mesh, typename padded_spec<S, b::rank>::type, b::varying>();
-    return require_named<unclaimed.empty(), unclaimed,
-                         diagnostic::out_spec_claims_replication>::value &&
-           unclaimed.empty();
-  }
-}
-
-template <class Mesh, class OutSpecs, class R, std::size_t... I>
-constexpr bool check_outputs(std::index_sequence<I...>) {
-  if constexpr (!result_blocks<R>::valid ||
-                std::tuple_size_v<typename result_blocks<R>::tuple> != OutSpecs::size) {
-    return require<false, diagnostic::shard_map_result_not_blocks<R>>::value && false;
-  } else {
-    bool ok = true;
-    ((ok = ok && check_output<Mesh, OutSpecs, R, I>()), ...);
-    return ok;
-  }
-}
-
-// What the devices return for one output: a buffer and a shape per mesh position.
-template <class B>
-struct output_parts {
-  std::vector<buffer<typename B::value_type>> buffers;
-  std::vector<shape<B::rank>> shapes;
-  explicit output_parts(std::size_t n) : buffers(n), shapes(n) {}
-};
-
-[[noreturn]] TYPESHARD_COLD inline void throw_unequal_output_blocks(std::size_t output,
-                                                                  std::size_t first,
-                                                                  const std::string& first_shape,
-                                                                  std::size_t p,
-                                                                  const std::string& shape) {
-  throw shape_error("typeshard: shard_map: output " + std::to_string(output) +
-                    ": the device at mesh position " + std::to_string(first) +
-                    " returned a block of shape " + first_shape + " but the one at position " +
-                    std::to_string(p) + " one of shape " + shape +
-                    "; every device must return blocks of equal shape");
-}
-
-// The global extents of an output of spec `spec` from the shapes of its blocks, checked to
-// be equal: on values, one instantiation per rank.
-template <std::size_t R>
-TYPESHARD_NOINLINE shape<R> assembled_extents(backend& b, std::span<const device_id> devices,
-                                              const mesh_value& m, const spec_array<R>& spec,
-                                              const std::vector<shape<R>>& shapes,
-                                              std::size_t output) {
-  // Only the devices this process addresses returned blocks (all of them on the thread
-  // pool, one per rank on MPI): compare those, and size the result from the first.
-  std::size_t first = m.size;
-  for (std::size_t p = 0; p < m.size; ++p) {
-    if (!b.is_addressable(devices[p])) continue;
-    if (first == m.size) first = p;
-    if (shapes[p] != shapes[first])
-      throw_unequal_output_blocks(output, first, to_string(shapes[first]), p,
-                                  to_string(shapes[p]));
-  }
-  shape<R> global{};
-  if (first < m.size)
-    for (std::size_t d = 0; d < R; ++d) global[d] = shapes[first][d] * shards_of(m, spec[d]);
-  // With several processes (MPI) and a mesh that leaves some out, those ran no block and
-  // cannot size the result: the mesh's first device sends them its extents, decided alike on
-  // every process as to_host's broadcast is (so their to_host of it matches the others').
-  if (b.process_count() > 1 && m.size < b.device_count()) {
-    host_tensor<std::uint64_t, 1> extents(shape<1>{R});
-    for (std::size_t d = 0; d < R; ++d) extents.data()[d] = global[d];
-    broadcast_host_tensor(b, devices[0], extents);
-    for (std::size_t d = 0; d < R; ++d) global[d] = static_cast<std::size_t>(extents.data()[d]);
-  }
-  return global;
-}
-
-template <class Mesh, class Spec, class B>
-auto assemble_output(const device_mesh<Mesh>& m, output_parts<B>& parts, std::size_t output) {
-  constexpr std::size_t R = B::rank;
-  const shape<R> global = assembled_extents<R>(
-      m.get_backend(), std::span<const device_id>(m.devices()), mesh_value_of<Mesh>(),
-      layout<Mesh, Spec, R>::entries, parts.shapes, output);
-  return sharded_array<typename B::value_type, Mesh, Spec, dextents<R>>(
-      adopt_shards, m, global, std::move(parts.buffers));
-}
 
 }  // namespace detail
 
