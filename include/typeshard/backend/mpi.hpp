@@ -67,6 +67,9 @@
 #include "detail/function_ref.hpp"
 #include "detail/mpi_datatypes.hpp"
 #include "detail/call_site.hpp"
+#include "detail/mpi_abort.hpp"
+#include "detail/mpi_call_checks.hpp"
+#include "detail/mpi_collectives.hpp"
 #include "detail/mpi_watchdog.hpp"
 #include "detail/reduce_kernels.hpp"
 #include "../core/errors.hpp"
@@ -74,48 +77,6 @@
 #include "collective_observer.hpp"
 
 namespace typeshard {
-
-namespace detail {
-
-// What a rank prints before aborting the job: which rank, and why.
-[[noreturn]] inline void mpi_abort_job(const std::string& message) {
-  int rank = -1, size = 0, initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized) {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-  }
-  std::fprintf(stderr,
-               "typeshard: rank %d of %d: %s\ntypeshard: rank %d aborts the MPI job "
-               "(MPI_Abort): other ranks may be waiting for it in a collective, and MPI "
-               "cannot release them\n",
-               rank, size, message.c_str(), rank);
-  std::fflush(stderr);
-  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();
-}
-
-// The message of the exception being handled.
-inline std::string current_exception_message() {
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception not derived from std::exception";
-  }
-}
-
-// std::terminate while mpi_devices owns MPI (an exception escaped main, say): abort the
-// job with the message, instead of leaving the other ranks blocked until mpirun notices.
-inline void mpi_terminate_handler() {
-  std::string what = "std::terminate was called";
-  if (std::current_exception()) what = "uncaught exception: " + current_exception_message();
-  mpi_abort_job(what);
-}
-
-}  // namespace detail
 
 class mpi_devices final : public backend {
  public:
@@ -152,7 +113,7 @@ class mpi_devices final : public backend {
         w.kind = detail::mpi_wait::finalizing;
         w.what = "the destruction of ts::mpi_devices (this rank is done with typeshard: it "
                  "returned from main or left the backend's scope), after its collective #" +
-                 std::to_string(collectives_);
+                 std::to_string(checker_.collectives());
         watch_.wait(barrier, std::move(w));
       }
       watch_.release();
@@ -229,50 +190,7 @@ class mpi_devices final : public backend {
                      std::uint64_t signature) override {
     const MPI_Comm c = group_comm(g, collective_kind::all_gather);
     verify(c, g, signature, collective_kind::all_gather);
-    const std::size_t total = sum(counts);
-    if (rows == 0 || total == 0) return;
-    const MPI_Datatype e = types_.element(t);
-    if (all_equal(counts)) {
-      const std::size_t k = counts[0];
-      if (rows == 1)
-        detail::mpi_check(MPI_Allgather(send, count(k), e, recv, count(k), e, c), "MPI_Allgather");
-      else  // member j's piece: `rows` runs of k elements, `total` apart, from column j * k
-        detail::mpi_check(MPI_Allgather(send, count(rows * k), e, recv, 1,
-                                        types_.strided(t, rows, k, total, k), c),
-                          "MPI_Allgather");
-      return;
-    }
-    // Unequal pieces (uneven shards): MPI_Allgatherv of contiguous pieces. One row lands in
-    // place; several rows are staged member-major, then placed row by row.
-    const std::size_t n = g.size();
-    icounts_.resize(n);
-    idispls_.resize(n);
-    std::size_t offset = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-      icounts_[j] = count(rows * counts[j]);
-      idispls_[j] = count(rows * offset);
-      offset += counts[j];
-    }
-    if (rows == 1) {
-      detail::mpi_check(MPI_Allgatherv(send, icounts_[g.rank], e, recv, icounts_.data(),
-                                       idispls_.data(), e, c),
-                        "MPI_Allgatherv");
-      return;
-    }
-    unsigned char* stage = staging(rows * total * t.size);
-    detail::mpi_check(MPI_Allgatherv(send, icounts_[g.rank], e, stage, icounts_.data(),
-                                     idispls_.data(), e, c),
-                      "MPI_Allgatherv");
-    auto* out = static_cast<unsigned char*>(recv);
-    offset = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-      const std::size_t bytes = counts[j] * t.size;
-      if (bytes != 0)
-        for (std::size_t r = 0; r < rows; ++r)
-          std::memcpy(out + (r * total + offset) * t.size,
-                      stage + (rows * offset + r * counts[j]) * t.size, bytes);
-      offset += counts[j];
-    }
+    detail::mpi_all_gather(c, types_, scratch_, g, t, send, recv, rows, counts);
   }
 
   void do_reduce_scatter(const collective_group& g, element_type t, reduce_op op,
@@ -280,47 +198,14 @@ class mpi_devices final : public backend {
                          std::span<const std::size_t> counts, std::uint64_t signature) override {
     const MPI_Comm c = group_comm(g, collective_kind::reduce_scatter);
     verify(c, g, signature, collective_kind::reduce_scatter);
-    const std::size_t total = sum(counts);
-    if (rows == 0 || total == 0) return;
-    const MPI_Datatype e = types_.element(t);
-    const MPI_Op o = types_.op(op, t.kind);
-    const std::size_t n = g.size();
-    // MPI scatters contiguous segments of the input: with several rows, lay the input out
-    // member-major first ([member][rows][counts[j]]).
-    const void* in = send;
-    if (rows > 1) {
-      unsigned char* stage = staging(rows * total * t.size);
-      const auto* src = static_cast<const unsigned char*>(send);
-      std::size_t offset = 0;
-      for (std::size_t j = 0; j < n; ++j) {
-        const std::size_t bytes = counts[j] * t.size;
-        if (bytes != 0)
-          for (std::size_t r = 0; r < rows; ++r)
-            std::memcpy(stage + (rows * offset + r * counts[j]) * t.size,
-                        src + (r * total + offset) * t.size, bytes);
-        offset += counts[j];
-      }
-      in = stage;
-    }
-    if (all_equal(counts)) {
-      detail::mpi_check(MPI_Reduce_scatter_block(in, recv, count(rows * counts[0]), e, o, c),
-                        "MPI_Reduce_scatter_block");
-      return;
-    }
-    icounts_.resize(n);
-    for (std::size_t j = 0; j < n; ++j) icounts_[j] = count(rows * counts[j]);
-    detail::mpi_check(MPI_Reduce_scatter(in, recv, icounts_.data(), e, o, c),
-                      "MPI_Reduce_scatter");
+    detail::mpi_reduce_scatter(c, types_, scratch_, g, t, op, send, recv, rows, counts);
   }
 
   void do_all_reduce(const collective_group& g, element_type t, reduce_op op, const void* send,
                      void* recv, std::size_t n, std::uint64_t signature) override {
     const MPI_Comm c = group_comm(g, collective_kind::all_reduce);
     verify(c, g, signature, collective_kind::all_reduce);
-    if (n == 0) return;
-    detail::mpi_check(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, count(n),
-                                    types_.element(t), types_.op(op, t.kind), c),
-                      "MPI_Allreduce");
+    detail::mpi_all_reduce(c, types_, t, op, send, recv, n);
   }
 
   void do_all_to_all(const collective_group& g, element_type t, const void* send, void* recv,
@@ -328,21 +213,7 @@ class mpi_devices final : public backend {
                      std::uint64_t signature) override {
     const MPI_Comm c = group_comm(g, collective_kind::all_to_all);
     verify(c, g, signature, collective_kind::all_to_all);
-    if (send_pieces.elements() == 0) return;
-    const auto plain = [](const strided_pieces& l) {  // piece j is elements [j*k, (j+1)*k)
-      return l.rows == 1 && l.member_stride == l.run;
-    };
-    if (plain(send_pieces) && plain(recv_pieces)) {
-      const int k = count(send_pieces.run);
-      const MPI_Datatype e = types_.element(t);
-      detail::mpi_check(MPI_Alltoall(send, k, e, recv, k, e, c), "MPI_Alltoall");
-      return;
-    }
-    const MPI_Datatype s = types_.strided(t, send_pieces.rows, send_pieces.run,
-                                          send_pieces.stride, send_pieces.member_stride);
-    const MPI_Datatype r = types_.strided(t, recv_pieces.rows, recv_pieces.run,
-                                          recv_pieces.stride, recv_pieces.member_stride);
-    detail::mpi_check(MPI_Alltoall(send, 1, s, recv, 1, r, c), "MPI_Alltoall");
+    detail::mpi_all_to_all(c, types_, t, send, recv, send_pieces, recv_pieces);
   }
 
   void do_permute(const collective_group& g, element_type t, const void* send,
@@ -410,6 +281,7 @@ class mpi_devices final : public backend {
     MPI_Comm_size(comm_, &size_);
     MPI_Comm_group(comm_, &group_);
     watch_.start(comm_);
+    checker_.set_rank(rank_);
     const char* check = std::getenv("TYPESHARD_MPI_CHECK");
     checks_ = check != nullptr && *check != '\0' && std::string_view(check) != "0";
     const char* timeout = std::getenv("TYPESHARD_MPI_CHECK_TIMEOUT");
@@ -447,7 +319,7 @@ class mpi_devices final : public backend {
       group_info_ = &it->second;
       return it->second.comm;
     }
-    if (checks_) handshake(g, kind);
+    if (checks_) checker_.handshake(g, ranks_, kind);
     MPI_Group members = MPI_GROUP_NULL;
     detail::mpi_check(MPI_Group_incl(group_, static_cast<int>(ranks_.size()), ranks_.data(),
                                      &members),
@@ -463,166 +335,28 @@ class mpi_devices final : public backend {
     return c;
   }
 
-  // TYPESHARD_MPI_CHECK: what every member calls (its signature, the collective, its own
-  // collective number and, for permute, its peer and count), gathered without blocking
-  // (MPI_Iallgather, waited for by the watchdog) and compared, as the thread pool compares
-  // them, with its call site ("file:line", at most call_site_bytes - 1 characters). Only when
-  // every member has arrived does the collective itself run.
-  static constexpr std::size_t call_site_bytes = 96;
-  struct call_record {
-    std::uint64_t signature, kind, number, send_to, send_count;
-    char site[call_site_bytes];
-  };
-  void gather_calls(MPI_Comm c, const collective_group& g, collective_kind kind,
-                    std::uint64_t signature, std::uint64_t send_to, std::uint64_t send_count) {
-    ++collectives_;
-    const std::uint64_t group_number = ++group_info_->collectives;
-    call_record mine{signature, static_cast<std::uint64_t>(kind), collectives_, send_to,
-                     send_count, {}};
-    const std::string site = detail::format_call_site(detail::current_call_site(),
-                                                      call_site_bytes - 1);
-    std::memcpy(mine.site, site.data(), site.size());  // fits: call_site_bytes - 1 at most
-    calls_.resize(g.size());
-    MPI_Request request = MPI_REQUEST_NULL;
-    constexpr int bytes = static_cast<int>(sizeof(call_record));
-    detail::mpi_check(MPI_Iallgather(&mine, bytes, MPI_BYTE, calls_.data(), bytes, MPI_BYTE, c,
-                                     &request),
-                      "MPI_Iallgather");
-    detail::mpi_wait w;
-    w.kind = detail::mpi_wait::collective;
-    w.members = *group_ranks_;
-    w.group_seq = group_number;
-    w.group_key = key_of(w.members);
-    w.what = describe_collective(kind, g, group_number, collectives_, site);
-    watch_.wait(request, std::move(w));
-    for (call_record& r : calls_) r.site[call_site_bytes - 1] = '\0';
-    for (const call_record& r : calls_)
-      if (r.signature != signature) throw_calls_differ(g, group_number);
-  }
-
-  // A group's identity in the watchdog's answers: FNV-1a over its ranks.
-  static std::uint64_t key_of(const std::vector<int>& ranks) {
-    std::uint64_t key = 1469598103934665603ull;
-    for (int r : ranks) key = (key ^ static_cast<std::uint64_t>(r)) * 1099511628211ull;
-    return key;
-  }
-
-  // TYPESHARD_MPI_CHECK, before a group's communicator is made (MPI_Comm_create_group blocks
-  // until every member calls it): every member tells every other which group it is about to
-  // make, point to point on the watchdog's communicator, and waits for theirs under the
-  // watchdog. Members that make the communicators of different groups in crossing orders
-  // are reported as a deadlock (they wait for each other) or, when their messages cross, as
-  // a usage_error here.
-  void handshake(const collective_group& g, collective_kind kind) {
-    static constexpr int handshake_tag = 7104;
-    const std::uint64_t key = key_of(ranks_);
-    const std::size_t n = ranks_.size();
-    std::vector<std::uint64_t> theirs(n, key);
-    std::vector<MPI_Request> requests;
-    const MPI_Comm w = watch_.communicator();
-    for (std::size_t j = 0; j < n; ++j) {
-      if (ranks_[j] == rank_) continue;
-      requests.emplace_back();
-      MPI_Isend(&key, 1, MPI_UINT64_T, ranks_[j], handshake_tag, w, &requests.back());
-      requests.emplace_back();
-      MPI_Irecv(&theirs[j], 1, MPI_UINT64_T, ranks_[j], handshake_tag, w, &requests.back());
-    }
-    detail::mpi_wait wait;
-    wait.kind = detail::mpi_wait::collective;
-    wait.members = ranks_;
-    wait.group_key = key;
-    wait.group_seq = 0;
-    group_ranks_ = &ranks_;
-    wait.what = describe_collective(kind, g, 1, collectives_ + 1) +
-                " (before the group's first collective: making its communicator)";
-    watch_.wait(std::span<MPI_Request>(requests), std::move(wait));
-    for (std::size_t j = 0; j < n; ++j)
-      if (theirs[j] != key)
-        throw usage_error(
-            "typeshard: ranks " + std::to_string(rank_) + " and " + std::to_string(ranks_[j]) +
-            " entered the collectives of different groups in crossing orders (rank " +
-            std::to_string(rank_) + ": " + describe_collective(kind, g, 1, collectives_ + 1) +
-            "); every device must call the same collectives in the same order");
-  }
-
-  // "all_reduce over \"x\" (group of ranks [0, 2]) at f.cpp:31: that group's collective #1,
-  // rank 0's collective #3".
-  std::string describe_collective(collective_kind kind, const collective_group& g,
-                                  std::uint64_t group_number, std::uint64_t number,
-                                  const std::string& site = detail::format_call_site(
-                                      detail::current_call_site())) const {
-    std::string axes;
-    for (const detail::axis_name& a : g.axes) {
-      if (!axes.empty()) axes += ',';
-      axes.append(a.chars, a.length);
-    }
-    if (axes.empty() && g.purpose != nullptr) axes = g.purpose;
-    std::string out = std::string(to_string(kind)) + " over \"" + axes + "\" (group of ranks [";
-    for (std::size_t j = 0; j < group_ranks_->size(); ++j)
-      out += (j ? ", " : "") + std::to_string((*group_ranks_)[j]);
-    return out + "]) at " + site +
-           ": that group's collective #" + std::to_string(group_number) + ", rank " +
-           std::to_string(rank_) + "'s collective #" + std::to_string(number);
-  }
-
-  [[noreturn]] void throw_calls_differ(const collective_group& g, std::uint64_t group_number) {
-    std::string out =
-        "typeshard: the devices of a collective group called different collectives (or the "
-        "same with different sizes or element types); every device must call the same "
-        "collectives in the same order. Collective #" + std::to_string(group_number) +
-        " of the group of ranks [";
-    for (std::size_t j = 0; j < group_ranks_->size(); ++j)
-      out += (j ? ", " : "") + std::to_string((*group_ranks_)[j]);
-    out += "]:";
-    for (std::size_t j = 0; j < g.size(); ++j) {
-      const call_record& r = calls_[j];
-      out += " rank " + std::to_string((*group_ranks_)[j]) + " called " +
-             (r.kind <= static_cast<std::uint64_t>(collective_kind::permute)
-                  ? to_string(static_cast<collective_kind>(r.kind))
-                  : "?") +
-             " at " + std::string(r.site) + " (signature " +
-             std::to_string(r.signature % 100000) + ", its collective #" +
-             std::to_string(r.number) + ")" + (j + 1 < g.size() ? ";" : "");
-    }
-    throw usage_error(out);
-  }
-
   void verify(MPI_Comm c, const collective_group& g, std::uint64_t signature,
               collective_kind kind) {
     if (!checks_) return;
-    gather_calls(c, g, kind, signature, 0, 0);
+    checker_.gather_calls(c, g, *group_ranks_, group_info_->collectives, kind, signature, 0, 0);
   }
 
   void verify_permutation(MPI_Comm c, const collective_group& g, std::uint64_t signature,
                           std::size_t send_count, std::size_t send_to, std::size_t recv_count,
                           std::size_t recv_from) {
-    gather_calls(c, g, collective_kind::permute, signature, send_to, send_count);
+    const auto calls = checker_.gather_calls(c, g, *group_ranks_, group_info_->collectives,
+                                             collective_kind::permute, signature, send_to,
+                                             send_count);
     for (std::size_t j = 0; j < g.size(); ++j)
-      if (calls_[j].send_to == g.rank && j != recv_from)
+      if (calls[j].send_to == g.rank && j != recv_from)
         throw_not_a_permutation(j, g.rank, recv_from);
-    if (recv_from != no_peer && (calls_[recv_from].send_to != g.rank ||
-                                 calls_[recv_from].send_count != recv_count))
-      throw_permute_count_mismatch(g.rank, recv_count, recv_from, calls_[recv_from].send_count,
-                                   calls_[recv_from].send_to);
+    if (recv_from != no_peer && (calls[recv_from].send_to != g.rank ||
+                                 calls[recv_from].send_count != recv_count))
+      throw_permute_count_mismatch(g.rank, recv_count, recv_from, calls[recv_from].send_count,
+                                   calls[recv_from].send_to);
   }
 
-  static std::size_t sum(std::span<const std::size_t> counts) {
-    std::size_t total = 0;
-    for (std::size_t c : counts) total += c;
-    return total;
-  }
-  static bool all_equal(std::span<const std::size_t> counts) {
-    for (std::size_t c : counts)
-      if (c != counts[0]) return false;
-    return true;
-  }
   static int count(std::size_t n) { return detail::mpi_count(n, "a collective"); }
-
-  // A reusable staging area, grown as needed (never shrunk: the sizes repeat).
-  unsigned char* staging(std::size_t bytes) {
-    if (staging_.size() < bytes) staging_.resize(bytes);
-    return staging_.data();
-  }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Group group_ = MPI_GROUP_NULL;
@@ -644,12 +378,11 @@ class mpi_devices final : public backend {
   std::map<std::vector<int>, group_state> comms_;
   const std::vector<int>* group_ranks_ = nullptr;  // the last group_comm's group
   group_state* group_info_ = nullptr;
-  std::uint64_t collectives_ = 0;  // checked collectives this rank has called
   detail::mpi_watchdog watch_;
+  detail::mpi_call_checks checker_{watch_};
   detail::mpi_types types_;
-  std::vector<int> ranks_, icounts_, idispls_;
-  std::vector<call_record> calls_;
-  std::vector<unsigned char> staging_;
+  detail::mpi_scratch scratch_;
+  std::vector<int> ranks_;
 };
 
 }  // namespace typeshard

@@ -2,7 +2,7 @@
 // collective checks are on (TYPESHARD_MPI_CHECK=1). Internal: do not rely on anything here.
 //
 // With checks on, a rank never blocks in MPI: before each collective its group exchanges
-// what each member calls (a non-blocking MPI_Iallgather, see mpi_devices::verify), and
+// what each member calls (a non-blocking MPI_Iallgather, see mpi_call_checks.hpp), and
 // destroying mpi_devices waits in an MPI_Ibarrier over every rank before MPI_Finalize. The
 // rank polls those requests (MPI_Test) and, meanwhile, answers its peers' queries about what
 // it waits in. A rank that has waited `bound` seconds asks every rank what it waits in (point
