@@ -173,12 +173,19 @@ template <std::size_t Dim, std::size_t Start, std::size_t Size, sharded_array_ty
   }
 }
 
-// slice_plan_of<Dim>(x, start, size): the plan slice_in_dim<Dim>(x, start, size) runs.
+// slice_plan_for<A, Dim>(extents, start, size): the plan slice_in_dim<Dim> runs on an array of
+// type A with these extents (nothing runs); slice_plan_of<Dim>(x, start, size): on x.
+template <class A, std::size_t Dim>
+  requires(Dim < A::rank)
+[[nodiscard]] slice_plan<A::rank> slice_plan_for(const shape<A::rank>& extents, std::size_t start,
+                                                 std::size_t size) {
+  return detail::window_plan_of<A>(Dim, extents[Dim], static_cast<std::ptrdiff_t>(start), size,
+                                   "slice");
+}
 template <std::size_t Dim, class X>
   requires(Dim < std::remove_cvref_t<X>::rank)
 [[nodiscard]] slice_plan<X::rank> slice_plan_of(const X& x, std::size_t start, std::size_t size) {
-  return detail::window_plan_of<X>(Dim, x.extent(Dim), static_cast<std::ptrdiff_t>(start), size,
-                                   "slice");
+  return slice_plan_for<X, Dim>(x.extents(), start, size);
 }
 
 }  // namespace typeshard

@@ -96,14 +96,21 @@ template <std::size_t Dim, std::size_t N, sharded_array_type X>
   }
 }
 
-// split_plans_of<Dim, N>(x): the plan of each part.
+// split_plans_for<A, Dim, N>(extents): the plan of each part of split<Dim, N> on an array of
+// type A with these extents (nothing runs); split_plans_of<Dim, N>(x): on x.
+template <class A, std::size_t Dim, std::size_t N>
+  requires(Dim < A::rank && N > 0)
+[[nodiscard]] std::array<slice_plan<A::rank>, N> split_plans_for(const shape<A::rank>& extents) {
+  if (extents[Dim] % N != 0) detail::throw_split_does_not_divide(Dim, extents[Dim], N);
+  const std::size_t n = extents[Dim] / N;
+  std::array<slice_plan<A::rank>, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = slice_plan_for<A, Dim>(extents, i * n, n);
+  return out;
+}
 template <std::size_t Dim, std::size_t N, class X>
   requires(Dim < std::remove_cvref_t<X>::rank && N > 0)
 [[nodiscard]] std::array<slice_plan<X::rank>, N> split_plans_of(const X& x) {
-  const std::size_t n = detail::split_part_extent<Dim, N>(x);
-  std::array<slice_plan<X::rank>, N> out{};
-  for (std::size_t i = 0; i < N; ++i) out[i] = slice_plan_of<Dim>(x, i * n, n);
-  return out;
+  return split_plans_for<X, Dim, N>(x.extents());
 }
 
 }  // namespace typeshard
