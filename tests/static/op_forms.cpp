@@ -75,6 +75,14 @@ template <class X>
 constexpr bool takes = requires(const X& x, const Ids& ids) { ts::take(x, ids); };
 static_assert(takes<A> && takes<T> && !takes<B>);
 
+// Slices, split and concat: all three (on blocks, the block's own data).
+template <class X>
+constexpr bool slices = requires(const X& x) {
+  ts::slice_in_dim<1>(x, 0, 1); ts::slice_in_dim<0, 0, 1>(x); ts::split<1, 2>(x);
+  ts::concat<0>(x, x); ts::concat<1>(x, x, x);
+};
+static_assert(slices<A> && slices<B> && slices<T>);
+
 // Products: ts::matmul on all three (on blocks the local GEMM).
 template <class X>
 constexpr bool products = requires(const X& x) { ts::matmul(ts::transpose(x), x); };

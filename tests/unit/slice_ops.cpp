@@ -243,3 +243,28 @@ TEST_CASE("slices, split and concat on traced values: gradients against finite d
   const auto gh = grad_test::host_of(g);
   for (std::size_t i = 0; i < gh.size(); ++i) CHECK(gh.data()[i] == 3.0);
 }
+
+TEST_CASE("slices, split and concat on blocks inside shard_map: the block's own data",
+          "[slice][block]") {
+  ts::cpu_devices devices{8};
+  const ts::device_mesh<mesh_2x4> m{devices};
+  using both = ts::spec<"x", "y">;
+  // [4, 12] over (2, 4): blocks [2, 3]; each block's columns rotated by one (a split into
+  // [2, 1] and [2, 2], joined the other way round), then its first row kept twice
+  const auto h = counting(ts::shape<2>{4, 12}, 0);
+  const auto f = ts::shard_map<mesh_2x4, both, both>([](const auto& b) {
+    const auto first = ts::slice_in_dim<1>(b, 0, 1);
+    const auto rest = ts::slice_in_dim<1>(b, 1, 2);
+    const auto rotated = ts::concat<1>(rest, first);
+    const auto rows = ts::split<0, 2>(rotated);
+    return ts::concat<0>(rows[0], rows[0]);
+  });
+  const auto y = ts::to_host(f(ts::device_put<both>(m, h)));
+  REQUIRE(y.extents() == ts::shape<2>{4, 12});
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t j = 0; j < 12; ++j) {
+      const std::size_t row = (i / 2) * 2, col = (j / 3) * 3 + (j % 3 + 1) % 3;
+      INFO(i << ", " << j);
+      CHECK(y(i, j) == h(row, col));
+    }
+}

@@ -17,6 +17,7 @@
 // slices, one per operand.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <span>
@@ -25,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../array/block.hpp"
 #include "../array/device_mesh.hpp"
 #include "../array/sharded_array.hpp"
 #include "../core/detail/diagnose.hpp"
@@ -136,6 +138,57 @@ template <std::size_t Dim, sharded_array_type X, sharded_array_type... Xs>
     return x;  // the diagnostic fired: one error only
   else
     return detail::concat_arrays<Dim>(x, xs...);
+}
+
+namespace detail {
+// The block form: the blocks themselves joined (local); the result varies where any does.
+template <std::size_t Dim, class B, class... Bs>
+auto concat_blocks(const B& b, const Bs&... bs) {
+  using R = block<typename B::value_type, B::rank, typename B::mesh_type,
+                  (B::varying | ... | Bs::varying)>;
+  constexpr std::size_t Rank = B::rank;
+  const std::array<shape<Rank>, 1 + sizeof...(Bs)> e{b.extents(), bs.extents()...};
+  const std::array<const typename B::value_type*, 1 + sizeof...(Bs)> in{b.data(), bs.data()...};
+  shape<Rank> out_e = e[0];
+  out_e[Dim] = 0;
+  for (std::size_t k = 0; k < e.size(); ++k) {
+    for (std::size_t d = 0; d < Rank; ++d)
+      if (d != Dim && e[k][d] != e[0][d]) throw_concat_extents_differ(k, d, e[k][d], e[0][d]);
+    out_e[Dim] += e[k][Dim];
+  }
+  std::size_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < Dim; ++d) outer *= out_e[d];
+  for (std::size_t d = Dim + 1; d < Rank; ++d) inner *= out_e[d];
+  buffer<typename B::value_type> out(outer * out_e[Dim] * inner);
+  for (std::size_t o = 0, at = 0; o < outer; ++o)
+    for (std::size_t k = 0; k < e.size(); ++k) {
+      std::copy_n(in[k] + o * e[k][Dim] * inner, e[k][Dim] * inner, out.data() + at);
+      at += e[k][Dim] * inner;
+    }
+  return R(b.context(), out_e, std::move(out));
+}
+
+template <class A, class B>
+constexpr bool concat_blocks_compatible() {
+  return std::is_same_v<typename A::value_type, typename B::value_type> && A::rank == B::rank &&
+         std::is_same_v<typename A::mesh_type, typename B::mesh_type>;
+}
+}  // namespace detail
+
+// concat<Dim>(b, bs...) on blocks inside ts::shard_map: the blocks joined along Dim (local).
+template <std::size_t Dim, block_type B, block_type... Bs>
+[[nodiscard]] auto concat(const B& b, const Bs&... bs) {
+  if constexpr (Dim >= B::rank) {
+    static_assert(
+        detail::require<false, diagnostic::slice_dim_out_of_range<Dim, B::rank>>::value);
+    return b;
+  } else if constexpr (!(detail::concat_blocks_compatible<B, Bs>() && ...)) {
+    static_assert(detail::require<false, diagnostic::concat_operands_differ<
+                                             B, std::tuple_element_t<0, std::tuple<Bs...>>>>::value);
+    return b;
+  } else {
+    return detail::concat_blocks<Dim>(b, bs...);
+  }
 }
 
 // concat_plan_of<Dim>(x, xs...): the plan concat<Dim>(x, xs...) runs.

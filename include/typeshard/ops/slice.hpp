@@ -22,12 +22,14 @@
 // a run-time range past the extent is a ts::shape_error naming it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include "../array/block.hpp"
 #include "../array/device_mesh.hpp"
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
@@ -138,7 +140,50 @@ R slice_as(const X& x, std::size_t start, std::size_t size) {
   return window_as<R>(x, Dim, static_cast<std::ptrdiff_t>(start), size, "slice");
 }
 
+// Elements [start, start + n) along d of a row-major block of extents `e`, copied.
+template <class T, std::size_t Rank>
+TYPESHARD_NOINLINE buffer<T> slice_block_data(const T* in, const shape<Rank>& e, std::size_t d,
+                                              std::size_t start, std::size_t n) {
+  std::size_t outer = 1, inner = 1;
+  for (std::size_t k = 0; k < d; ++k) outer *= e[k];
+  for (std::size_t k = d + 1; k < Rank; ++k) inner *= e[k];
+  buffer<T> out(outer * n * inner);
+  for (std::size_t o = 0; o < outer; ++o)
+    std::copy_n(in + (o * e[d] + start) * inner, n * inner, out.data() + o * n * inner);
+  return out;
+}
+
+// The block form: a slice of the block itself (one device's data; no communication).
+template <std::size_t Dim, class B>
+B slice_block(const B& b, std::size_t start, std::size_t size) {
+  if (start > b.extent(Dim) || size > b.extent(Dim) - start)
+    throw_slice_out_of_range(Dim, start, size, b.extent(Dim));
+  shape<B::rank> e = b.extents();
+  e[Dim] = size;
+  return B(b.context(), e,
+           slice_block_data<typename B::value_type, B::rank>(b.data(), b.extents(), Dim, start,
+                                                             size));
+}
+
 }  // namespace detail
+
+// slice_in_dim<Dim>(b, start, size) on a block inside ts::shard_map: the block's own elements
+// [start, start + size) along Dim (local: a block is one device's data).
+template <std::size_t Dim, block_type B>
+[[nodiscard]] auto slice_in_dim(const B& b, std::size_t start, std::size_t size) {
+  if constexpr (Dim >= B::rank) {
+    static_assert(
+        detail::require<false, diagnostic::slice_dim_out_of_range<Dim, B::rank>>::value);
+    return b;
+  } else {
+    return detail::slice_block<Dim>(b, start, size);
+  }
+}
+
+template <std::size_t Dim, std::size_t Start, std::size_t Size, block_type B>
+[[nodiscard]] auto slice_in_dim(const B& b) {
+  return typeshard::slice_in_dim<Dim>(b, Start, Size);  // a block's extents are run-time values
+}
 
 // slice_in_dim<Dim>(x, start, size): x's elements [start, start + size) along Dim, the spec
 // and unreduced axes kept; the extent of Dim dynamic in the result's type.

@@ -96,6 +96,24 @@ template <std::size_t Dim, std::size_t N, sharded_array_type X>
   }
 }
 
+// split<Dim, N>(b) on a block inside ts::shard_map: N equal parts of the block itself (local).
+template <std::size_t Dim, std::size_t N, block_type B>
+[[nodiscard]] auto split(const B& b) {
+  if constexpr (Dim >= B::rank) {
+    static_assert(
+        detail::require<false, diagnostic::slice_dim_out_of_range<Dim, B::rank>>::value);
+    return std::array<B, 1>{b};
+  } else if constexpr (N == 0) {
+    static_assert(detail::require<false, diagnostic::split_parts_do_not_divide<0, N>>::value);
+    return std::array<B, 1>{b};
+  } else {
+    const std::size_t n = detail::split_part_extent<Dim, N>(b);
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::array<B, N>{detail::slice_block<Dim>(b, I * n, n)...};
+    }(std::make_index_sequence<N>{});
+  }
+}
+
 // split_plans_for<A, Dim, N>(extents): the plan of each part of split<Dim, N> on an array of
 // type A with these extents (nothing runs); split_plans_of<Dim, N>(x): on x.
 template <class A, std::size_t Dim, std::size_t N>
