@@ -52,13 +52,18 @@ constexpr bool with_out_spec = requires(const X& x) {
 // An output spec is a global-view notion: a block has no spec (it is one device's data).
 static_assert(with_out_spec<A> && with_out_spec<T> && !with_out_spec<B>);
 
-// max and min: arrays and blocks. On traced values a rule-9 compile error (not
-// differentiable: tests/compile_fail/rule9_max_not_differentiable.cpp), so not listed here.
+// max and min: all three (on traced values ties share the cotangent, as in JAX); an output
+// spec on arrays and traced values.
 template <class X>
 constexpr bool max_min = requires(const X& x) {
   ts::max(x); ts::max<0>(x, ts::keep_dims); ts::min<1>(x); ts::maximum(x, x); ts::minimum(x, x);
 };
-static_assert(max_min<A> && max_min<B>);
+static_assert(max_min<A> && max_min<B> && max_min<T>);
+template <class X>
+constexpr bool max_min_out_spec = requires(const X& x) {
+  ts::max<ts::spec<"x">, 1>(x); ts::min<1>(ts::spec<"x", ts::none>{}, x, ts::keep_dims);
+};
+static_assert(max_min_out_spec<A> && max_min_out_spec<T> && !max_min_out_spec<B>);
 
 // Indices: all three (argmax of a traced value reads its forward value; of a block, local:
 // the block's own indices).
