@@ -4,10 +4,10 @@
 // (tests/unit/grad_transformer.cpp: the same code on a 1 x 1 mesh) run the same program.
 //
 // The model: token embedding (ts::take: the rows of E at the token ids) plus a learned
-// position embedding; `blocks` pre-norm blocks of causal multi-head attention and a GELU (tanh form)
-// MLP, each with a residual; a final LayerNorm, the projection to the vocabulary and the mean
-// cross-entropy (log_softmax). LayerNorms have no learned scale or bias and no layer has a
-// bias: fewer parameters, the same collectives.
+// position embedding; `blocks` pre-norm blocks of causal multi-head attention and a GELU
+// (tanh form) MLP, each with a residual; a final LayerNorm, the projection to the vocabulary
+// and the mean cross-entropy (log_softmax). LayerNorms have no learned scale or bias and no
+// layer has a bias: fewer parameters, the same collectives.
 //
 // Mixed precision (Bf16 = true: loss_bf16, value_and_grads<true>; examples/transformer.cpp
 // --bf16): the float parameters stay the master copy; every product casts its operands to

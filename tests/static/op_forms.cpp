@@ -73,12 +73,17 @@ constexpr bool arg_extrema = requires(const X& x) {
 };
 static_assert(arg_extrema<A> && arg_extrema<T> && arg_extrema<B>);
 
-// take: a global-view table (array or traced) with global ids. Not on blocks: a block's ids
-// are global vocabulary indices that its table block may not hold (ts::take on arrays plans
-// that, with the unreduced result of a vocabulary-sharded table).
-template <class X>
-constexpr bool takes = requires(const X& x, const Ids& ids) { ts::take(x, ids); };
-static_assert(takes<A> && takes<T> && !takes<B>);
+// take: a global-view table (array or traced) with global ids; a block with a block of ids
+// (the block's own rows, zeros outside them: Megatron's masked lookup).
+using BIds = ts::block<int, 1, mesh, ts::vary<mesh, "y">>;
+template <class X, class I>
+constexpr bool takes = requires(const X& x, const I& ids) { ts::take(x, ids); };
+static_assert(takes<A, Ids> && takes<T, Ids> && takes<B, BIds> && !takes<B, Ids>);
+
+// one_hot: of integer arrays and blocks.
+template <class I>
+constexpr bool one_hots = requires(const I& ids) { ts::one_hot(ids, 4); };
+static_assert(one_hots<Ids> && one_hots<BIds>);
 
 // Slices, split and concat: all three (on blocks, the block's own data).
 template <class X>
@@ -95,7 +100,7 @@ static_assert(products<A> && products<B> && products<T>);
 
 // Global-view only (a block is one device's data: inside shard_map the collectives do these):
 // ts::reshard, ts::einsum with an output spec, ts::softmax along a sharded dimension,
-// ts::permute / split_dim / merge_dims, ts::one_hot and ts::iota (which make arrays).
+// ts::permute / split_dim / merge_dims, ts::iota (which makes arrays from a device mesh).
 template <class X>
 constexpr bool global_view = requires(const X& x) {
   ts::reshard<ts::spec<>>(x); ts::softmax<1>(x); ts::permute<1, 0>(x);

@@ -183,8 +183,8 @@ template <std::size_t Dim, block_type B, block_type... Bs>
         detail::require<false, diagnostic::slice_dim_out_of_range<Dim, B::rank>>::value);
     return b;
   } else if constexpr (!(detail::concat_blocks_compatible<B, Bs>() && ...)) {
-    static_assert(detail::require<false, diagnostic::concat_operands_differ<
-                                             B, std::tuple_element_t<0, std::tuple<Bs...>>>>::value);
+    using other = std::tuple_element_t<0, std::tuple<Bs...>>;
+    static_assert(detail::require<false, diagnostic::concat_operands_differ<B, other>>::value);
     return b;
   } else {
     return detail::concat_blocks<Dim>(b, bs...);

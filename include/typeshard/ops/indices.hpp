@@ -179,6 +179,25 @@ template <class T = float, sharded_array_type L>
                     *labels.shared_shards(), n));
 }
 
+// one_hot<T = float>(labels, n) on a block of integer labels inside ts::shard_map: the block's
+// own rows (local), varying where the labels do.
+template <class T = float, block_type L>
+  requires std::is_integral_v<typename L::value_type>
+[[nodiscard]] auto one_hot(const L& labels, std::size_t n) {
+  constexpr std::size_t Rank = L::rank;
+  shape<Rank + 1> e{};
+  for (std::size_t d = 0; d < Rank; ++d) e[d] = labels.extent(d);
+  e[Rank] = n;
+  detail::buffer<T> out(labels.size() * n);
+  std::fill_n(out.data(), out.size(), T{});
+  const auto* v = labels.data();
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (v[i] >= 0 && static_cast<std::size_t>(v[i]) < n)
+      out.data()[i * n + static_cast<std::size_t>(v[i])] = T(1);
+  return block<T, Rank + 1, typename L::mesh_type, L::varying>(labels.context(), e,
+                                                                std::move(out));
+}
+
 // argmax<Dim>(x), argmax<Dim>(x, ts::keep_dims); argmin likewise. On a block: local.
 template <int Dim, sharded_array_type A>
 [[nodiscard]] auto argmax(const A& x) {

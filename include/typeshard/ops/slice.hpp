@@ -209,8 +209,9 @@ template <std::size_t Dim, std::size_t Start, std::size_t Size, sharded_array_ty
     return x;
   } else if constexpr (X::extents_type::is_static(Dim) &&
                        Start + Size > X::extents_type::static_extents[Dim]) {
-    static_assert(detail::require<false, diagnostic::slice_past_static_extent<
-                                             Start, Size, X::extents_type::static_extents[Dim]>>::value);
+    constexpr std::size_t extent = X::extents_type::static_extents[Dim];
+    static_assert(
+        detail::require<false, diagnostic::slice_past_static_extent<Start, Size, extent>>::value);
     return x;
   } else {
     using R = detail::with_extents_t<X, detail::with_extent_t<typename X::extents_type, Dim, Size>>;

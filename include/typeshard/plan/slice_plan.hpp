@@ -20,7 +20,7 @@
 // every operand the same way. The cost model is plan/step.hpp's.
 //
 //   slice_plan<Rank>                                  the plan (a value)
-//   detail::plan_window(mesh, spec, dim, in, shift, out, op)   result element j <- operand j + shift
+//   detail::plan_window(mesh, spec, dim, in, shift, out, op)   result j <- operand j + shift
 //   detail::plan_concat(mesh, spec, dim, out)
 //
 // Compile-time vocabulary only: no runtime header is included.
@@ -83,7 +83,8 @@ struct slice_plan {
     for (std::size_t i = 0; i < count; ++i) {
       out.append("  ").append(std::to_string(i + 1)).append(". ");
       if (i == window_at) {
-        out.append(op[0] == 'c' ? "concatenate along dimension " : "copy the window along dimension ");
+        out.append(op[0] == 'c' ? "concatenate along dimension "
+                                : "copy the window along dimension ");
         out.append(std::to_string(dim))
             .append(" (local, no communication) => ")
             .append(detail::spec_string(steps[i].spec_after));

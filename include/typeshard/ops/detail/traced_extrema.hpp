@@ -44,7 +44,8 @@ constexpr std::array<bool, Rank> reduced_dims() {
   if constexpr (sizeof...(Dims) == 0)
     out.fill(true);
   else
-    for (int d : {Dims...}) out[static_cast<std::size_t>(d < 0 ? d + static_cast<int>(Rank) : d)] = true;
+    for (int d : {Dims...})
+      out[static_cast<std::size_t>(d < 0 ? d + static_cast<int>(Rank) : d)] = true;
   return out;
 }
 
