@@ -92,6 +92,7 @@ struct slice_plan {
           out.append(" unreduced over ").append(detail::axes_string(steps[i].unreduced_after));
       } else {
         out.append(steps[i].describe());
+        if (op[0] == 'c' && steps[i].communicates()) out.append(" (each operand)");
       }
       out.append("\n");
     }
