@@ -84,6 +84,7 @@ static_assert(takes<A, Ids> && takes<T, Ids> && takes<B, BIds> && !takes<B, Ids>
 template <class I>
 constexpr bool one_hots = requires(const I& ids) { ts::one_hot(ids, 4); };
 static_assert(one_hots<Ids> && one_hots<BIds>);
+static_assert(requires(const B& b) { ts::iota<double, 1>(b.context(), ts::shape<2>{2, 3}); });
 
 // Slices, split and concat: all three (on blocks, the block's own data).
 template <class X>
@@ -100,7 +101,8 @@ static_assert(products<A> && products<B> && products<T>);
 
 // Global-view only (a block is one device's data: inside shard_map the collectives do these):
 // ts::reshard, ts::einsum with an output spec, ts::softmax along a sharded dimension,
-// ts::permute / split_dim / merge_dims, ts::iota (which makes arrays from a device mesh).
+// ts::permute / split_dim / merge_dims. (ts::iota makes an array from a device mesh, or a
+// block from a block's context: ts::iota<T, Dim>(b.context(), extents).)
 template <class X>
 constexpr bool global_view = requires(const X& x) {
   ts::reshard<ts::spec<>>(x); ts::softmax<1>(x); ts::permute<1, 0>(x);
