@@ -71,10 +71,13 @@ void print_plans() {
   using Wo = tr::array_t<Mesh, tr::Wo_spec, 2>;
   using W1 = tr::array_t<Mesh, tr::W1_spec, 2>;
   using W2 = tr::array_t<Mesh, tr::W2_spec, 2>;
-  using Sel = tr::array_t<Mesh, ts::spec<ts::none>, 1>;
+  using E = tr::array_t<Mesh, tr::rep2, 2>;
+  using Ids = decltype(tr::inputs<Mesh>::ids);
+  using Emb = type_of<decltype(ts::take(std::declval<E>(), std::declval<Ids>()))>;
   using QKV =
       type_of<decltype(ts::einsum<"bsd,dte->bste">(std::declval<X>(), std::declval<Wqkv>()))>;
-  using Qm = type_of<decltype(ts::einsum<"bste,t->bse">(std::declval<QKV>(), std::declval<Sel>()))>;
+  using Part = type_of<decltype(ts::split<2, 3>(std::declval<QKV>())[0])>;
+  using Qm = type_of<decltype(ts::merge_dims<1>(std::declval<Part>()))>;
   using Q = type_of<decltype(ts::split_dim<2, tr::heads>(std::declval<Qm>()))>;
   using S = type_of<decltype(ts::einsum<"bqhe,bkhe->bhqk">(std::declval<Q>(), std::declval<Q>()))>;
   using O = type_of<decltype(ts::einsum<"bhqk,bkhe->bqhe">(std::declval<S>(), std::declval<Q>()))>;
@@ -87,10 +90,22 @@ void print_plans() {
   std::cout << "X " << X::sharding_string() << ", Wqkv " << Wqkv::sharding_string() << ", Wo "
             << Wo::sharding_string() << ", W1 " << W1::sharding_string() << ", W2 "
             << W2::sharding_string() << "\n";
+  // The embedding: a local lookup in the replicated table (its gradient a local scatter-add,
+  // unreduced over "data" like every other gradient). No collective either way.
+  line("X   = take(E, ids) + P: ",
+       std::string("local lookup (E replicated), no communication => ") +
+           Emb::sharding_string() + "; backward: a local scatter-add into E, unreduced over "
+           "\"data\"");
   line("qkv = einsum<bsd,dte->bste>(LN(X), Wqkv): ",
        ts::einsum_plan_for<"bsd,dte->bste", X, Wqkv>::describe());
-  line("q   = einsum<bste,t->bse>(qkv, select_q): ",
-       ts::einsum_plan_for<"bste,t->bse", QKV, Sel>::describe());
+  const tr::config c;  // the default extents (the split's plan is a value of the extents)
+  const auto parts = ts::split_plans_for<QKV, 2, 3>(ts::shape<4>{c.batch, c.seq, 3, c.d_model});
+  line("q, k, v = split<2, 3>(qkv): ", parts[0].describe() + "  (k, v: the same; " +
+                                           std::to_string(parts[0].collectives() +
+                                                          parts[1].collectives() +
+                                                          parts[2].collectives()) +
+                                           " collectives)");
+  line("      merge_dims<1>(q): ", ts::merge_dims_plan_for<Part, 1>::describe());
   line("      split_dim<2, 4>(q): ", ts::split_dim_plan_for<Qm, 2, tr::heads>::describe());
   line("scores = einsum<bqhe,bkhe->bhqk>(q, k): ",
        ts::einsum_plan_for<"bqhe,bkhe->bhqk", Q, Q>::describe());

@@ -3,11 +3,11 @@
 // that the example (a 2 x 4 or 2 x 2 mesh ("data", "model")) and its serial check
 // (tests/unit/grad_transformer.cpp: the same code on a 1 x 1 mesh) run the same program.
 //
-// The model: token embedding (a product with one-hot inputs) plus a learned position
-// embedding; `blocks` pre-norm blocks of causal multi-head attention and a GELU (tanh form)
-// MLP, each with a residual; a final LayerNorm, the projection to the vocabulary and the mean
-// cross-entropy (log_softmax). LayerNorms have no learned scale or bias and no layer has a
-// bias: fewer parameters, the same collectives.
+// The model: token embedding (ts::take: the rows of E at the token ids) plus a learned
+// position embedding; `blocks` pre-norm blocks of causal multi-head attention and a GELU
+// (tanh form) MLP, each with a residual; a final LayerNorm, the projection to the vocabulary
+// and the mean cross-entropy (log_softmax). LayerNorms have no learned scale or bias and no
+// layer has a bias: fewer parameters, the same collectives.
 //
 // Mixed precision (Bf16 = true: loss_bf16, value_and_grads<true>; examples/transformer.cpp
 // --bf16): the float parameters stay the master copy; every product casts its operands to
@@ -24,13 +24,16 @@
 //   Wqkv [D, 3, H*dh]                  (none, none, "model"): Q, K and V fused in one product,
 //                                      so the backward's dX is ONE partial sum over "model"
 //                                      (three separate products would reduce three)
-//   q, k, v [B, S, H, dh]              ("data", none, "model", none): split_dim: heads over "model"
+//   q, k, v [B, S, H, dh]              ("data", none, "model", none): ts::split<2, 3> of the
+//                                      fused product along its unsharded "3" (local), then
+//                                      split_dim: heads over "model"
 //   scores, probabilities [B,H,S,S]    ("data", "model", none, none): local per head
 //   Wo [H*dh, D]                       ("model", none): the product is a partial sum over
 //                                      "model", resharded to X's spec: all-reduce 1
 //   W1 [D, F]                          (none, "model"): local
 //   W2 [F, D]                          ("model", none): a partial sum: all-reduce 2
-//   E [V, D], P [S, D], Wout [D, V]    replicated
+//   E [V, D], P [S, D], Wout [D, V]    replicated: the lookup ts::take(E, ids) is local, its
+//                                      gradient (a scatter-add) unreduced over "data"
 // In the backward, the transposes: dX of the fused QKV product and of W1's product are the
 // partial sums over "model" (one all-reduce each); every gradient is unreduced over "data"
 // (the batch is summed), and the optimizer reduces it.
@@ -117,20 +120,23 @@ inline host_params init_params(const config& c, std::uint32_t seed) {
 // ---- the data -----------------------------------------------------------------------------
 
 // The synthetic task: predict the previous token (the first position predicts token 0).
-// Inputs and targets one-hot [B, S, V].
+// Inputs and targets one-hot [B, S, V]; ids, the inputs' token ids [B, S] (the embedding's).
 struct host_batch {
   ts::host_tensor<float, 3> inputs, targets;
+  ts::host_tensor<std::int32_t, 2> ids;
 };
 
 inline host_batch make_batch(const config& c, std::mt19937& rng) {
   std::uniform_int_distribution<std::size_t> token(0, c.vocab - 1);
   host_batch b{ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab}),
-               ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab})};
+               ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab}),
+               ts::host_tensor<std::int32_t, 2>({c.batch, c.seq})};
   for (std::size_t i = 0; i < c.batch; ++i) {
     std::size_t previous = 0;
     for (std::size_t s = 0; s < c.seq; ++s) {
       const std::size_t t = token(rng);
       b.inputs(i, s, t) = 1.0f;
+      b.ids(i, s) = static_cast<std::int32_t>(t);
       b.targets(i, s, previous) = 1.0f;
       previous = t;
     }
@@ -138,14 +144,16 @@ inline host_batch make_batch(const config& c, std::mt19937& rng) {
   return b;
 }
 
-// The constants the loss reads besides the batch: the causal mask [S, S] (0 where the key is
-// at or before the query, -1e9 after: exp underflows to exactly 0, and -1e9 + a score stays
-// finite, unlike -inf) and the one-hot selectors [3] picking Q, K, V out of the fused product.
+// The batch (the token ids [B, S], the one-hot targets [B, S, V]) and the constant the loss
+// reads besides it: the causal mask [S, S] (0 where the key is at or before the query, -1e9
+// after: exp underflows to exactly 0, and -1e9 + a score stays finite, unlike -inf).
+using ids_spec = ts::spec<"data", ts::none>;
 template <class Mesh>
 struct inputs {
-  array_t<Mesh, X_spec, 3> tokens, targets;
+  decltype(ts::device_put<ids_spec>(std::declval<const ts::device_mesh<Mesh>&>(),
+                                    std::declval<const ts::host_tensor<std::int32_t, 2>&>())) ids;
+  array_t<Mesh, X_spec, 3> targets;
   array_t<Mesh, rep2, 2> mask;
-  array_t<Mesh, ts::spec<ts::none>, 1> select_q, select_k, select_v;
 };
 
 template <class Mesh>
@@ -153,13 +161,8 @@ inputs<Mesh> put_inputs(const ts::device_mesh<Mesh>& m, const config& c, const h
   ts::host_tensor<float, 2> mask({c.seq, c.seq});
   for (std::size_t q = 0; q < c.seq; ++q)
     for (std::size_t k = q + 1; k < c.seq; ++k) mask(q, k) = -1e9f;
-  auto select = [&](std::size_t i) {
-    ts::host_tensor<float, 1> s({3});
-    s(i) = 1.0f;
-    return ts::device_put<ts::spec<ts::none>>(m, s);
-  };
-  return {ts::device_put<X_spec>(m, b.inputs), ts::device_put<X_spec>(m, b.targets),
-          ts::device_put<rep2>(m, mask), select(0), select(1), select(2)};
+  return {ts::device_put<ids_spec>(m, b.ids), ts::device_put<X_spec>(m, b.targets),
+          ts::device_put<rep2>(m, mask)};
 }
 
 // ---- parameters on the mesh -----------------------------------------------------------------
@@ -190,9 +193,16 @@ inline constexpr std::size_t param_count = 11;
 
 // Per block, Megatron's two all-reduces over "model" forward and their two transposes in the
 // backward; the loss's psum over "data"; ZeRO-1's reduce-scatter and all-gather over "data"
-// per parameter. Nothing else.
+// per parameter. Nothing else: the embedding (ts::take of the replicated E at ids sharded over
+// "data") is a local lookup, its gradient a local scatter-add unreduced over "data" (reduced by
+// E's reduce-scatter above); the split of the fused QKV product along its unsharded dimension
+// is a local copy, its transpose (a pad into zeros) too.
+inline constexpr std::size_t embedding_collectives_per_step = 0;  // forward and backward
+inline constexpr std::size_t qkv_split_collectives_per_step = 0;  // forward and backward
 inline constexpr std::size_t model_psums_per_step = 4 * blocks;
-inline constexpr std::size_t collectives_per_step = model_psums_per_step + 1 + 2 * param_count;
+inline constexpr std::size_t collectives_per_step =
+    model_psums_per_step + 1 + 2 * param_count + embedding_collectives_per_step +
+    blocks * qkv_split_collectives_per_step;
 
 // Whether one step's recorded collectives are exactly that budget.
 inline bool within_budget(const ts::communication_report& r) {
@@ -237,10 +247,11 @@ auto product(const A& a, const B& b) {
 template <bool Bf16, class Xn, class Wqkv, class Wo, class In>
 auto attention(const Xn& xn, const Wqkv& w_qkv, const Wo& w_o, const In& in) {
   const auto qkv = product<Bf16, "bsd,dte->bste">(xn, w_qkv);  // [B, S, 3, H dh], e over "model"
-  const auto head = [&](const auto& select) {               // [B, S, H, dh], H over "model"
-    return ts::split_dim<2, heads>(product<Bf16, "bste,t->bse">(qkv, select));
+  const auto parts = ts::split<2, 3>(qkv);  // 3 x [B, S, 1, H dh]: local (dimension 2 unsharded)
+  const auto head = [](const auto& part) {  // [B, S, H, dh], H over "model"
+    return ts::split_dim<2, heads>(ts::merge_dims<1>(part));  // [B, S, H dh], then the heads
   };
-  const auto q = head(in.select_q), k = head(in.select_k), v = head(in.select_v);
+  const auto q = head(parts[0]), k = head(parts[1]), v = head(parts[2]);
   const float scale = 1.0f / std::sqrt(static_cast<float>(q.extent(3)));
   const auto scores = product<Bf16, "bqhe,bkhe->bhqk">(q, k) * scale + in.mask;
   const auto p = [&] {  // over the keys: local
@@ -278,12 +289,12 @@ struct loss_fn {
   auto operator()(const E_& E, const P_& P, const Qkv0& qkv0, const O0& o0, const W10& w1_0,
                   const W20& w2_0, const Qkv1& qkv1, const O1& o1, const W11& w1_1,
                   const W21& w2_1, const Wout_& Wout, const In& in) const {
-    const auto x0 = product<Bf16, "bsv,vd->bsd">(in.tokens, E) + P;  // P broadcast over batch
+    const auto x0 = ts::take(E, in.ids) + P;  // rows of E (a lookup); P broadcast over batch
     const auto x1 = block<Bf16>(x0, qkv0, o0, w1_0, w2_0, in);
     const auto x2 = block<Bf16>(x1, qkv1, o1, w1_1, w2_1, in);
     const auto logits = product<Bf16, "bsd,dv->bsv">(layer_norm(x2), Wout);
     const auto logp = ts::log_softmax<2>(logits);
-    const float count = static_cast<float>(in.tokens.extent(0) * in.tokens.extent(1));
+    const float count = static_cast<float>(in.ids.extent(0) * in.ids.extent(1));
     return ts::sum<ts::spec<ts::none>>(logp * in.targets) * (-1.0f / count);
   }
 };

@@ -4,7 +4,9 @@
 // numbers on MPI ranks as on the thread pool (whose own correctness the unit tests check
 // against serial references), uneven shards included. And a mixed-precision training step
 // (float master weights cast to bfloat16, einsums accumulated in float, bf16 activations and
-// log_softmax): its loss and float gradients on MPI ranks as on threads.
+// log_softmax): its loss and float gradients on MPI ranks as on threads. Slices, concatenation
+// and split across shards with their gradients, max's gradient, and a parameter tree (a Hana
+// struct) through value_and_grad and AdamW.
 #include "support.hpp"
 
 #include <algorithm>
@@ -26,6 +28,22 @@ ts::host_tensor<double, 2> random_tensor(const ts::shape<2>& s, std::mt19937_64&
   std::uniform_int_distribution<int> d(-9, 9);  // small integers: ties, exact sums
   for (double& v : t.values()) v = d(rng) / 4.0;
   return t;
+}
+
+template <class W, class B>
+struct tree_params {
+  BOOST_HANA_DEFINE_STRUCT(tree_params, (W, w), (B, b));
+};
+// The tree's leaves: W [n, 3] with its columns over y, b [3] over y.
+template <class Mesh>
+auto W_of(const ts::device_mesh<Mesh>& m, std::size_t n) {
+  ts::host_tensor<double, 2> w({n, 3});
+  for (std::size_t i = 0; i < w.size(); ++i) w.data()[i] = 0.1 * double(i % 5) - 0.2;
+  return ts::device_put<ts::spec<ts::none, "y">>(m, w);
+}
+template <class Mesh>
+auto B_of(const ts::device_mesh<Mesh>& m) {
+  return ts::device_put<ts::spec<"y">>(m, ts::host_tensor<double, 1>({3}, {0.1, -0.2, 0.3}));
 }
 
 template <class Mesh>
@@ -51,6 +69,33 @@ std::vector<std::vector<double>> program(ts::backend& b, const ts::host_tensor<d
   const auto [l, g] = ts::value_and_grad<0>(loss)(table);
   keep(ts::to_host(ts::reshard<ts::spec<>>(l)));
   keep(ts::to_host(ts::reshard<ts::spec<"x", ts::none>>(g)));           // the all-reduce over y
+  // slices, concatenation and split across shards (all_gathers), their gradients, and max's
+  const std::size_t n = a.extents()[1];
+  keep(ts::to_host(ts::slice_in_dim<1>(A, 1, n - 1)));
+  const auto both = ts::concat<1>(A, A);
+  keep(ts::to_host(both));
+  keep(ts::to_host(ts::split<1, 2>(both)[1]));
+  const auto pieces = [n](auto t) {
+    return ts::sum<ts::spec<ts::none>>(ts::sin(ts::concat<0>(ts::slice_in_dim<1>(t, 1, n - 1),
+                                                             ts::slice_in_dim<1>(t, 0, n - 1)))) +
+           ts::sum<ts::spec<ts::none>>(ts::max<0>(t));
+  };
+  const auto [ls, gs] = ts::value_and_grad<0>(pieces)(A);
+  keep(ts::to_host(ts::reshard<ts::spec<>>(ls)));
+  keep(ts::to_host(gs));
+  // a parameter tree (a Hana struct) through value_and_grad and AdamW (ZeRO over x)
+  tree_params<decltype(W_of(m, n)), decltype(B_of(m))> p{W_of(m, n), B_of(m)};
+  auto state = ts::zero_adam_init<"x">(p);
+  const auto tree_loss = [&A](const auto& q) {
+    return ts::mean(ts::sin(ts::matmul(A, q.w) + q.b));
+  };
+  for (int step = 0; step < 2; ++step) {
+    const auto [lt, gt] = ts::value_and_grad(tree_loss)(p);
+    keep(ts::to_host(ts::reshard<ts::spec<>>(lt)));
+    p = ts::adamw_update(p, gt, state, {.lr = 0.05, .weight_decay = 0.1});
+  }
+  keep(ts::to_host(p.w));
+  keep(ts::to_host(p.b));
   return r;
 }
 

@@ -52,13 +52,18 @@ constexpr bool with_out_spec = requires(const X& x) {
 // An output spec is a global-view notion: a block has no spec (it is one device's data).
 static_assert(with_out_spec<A> && with_out_spec<T> && !with_out_spec<B>);
 
-// max and min: arrays and blocks. On traced values a rule-9 compile error (not
-// differentiable: tests/compile_fail/rule9_max_not_differentiable.cpp), so not listed here.
+// max and min: all three (on traced values ties share the cotangent, as in JAX); an output
+// spec on arrays and traced values.
 template <class X>
 constexpr bool max_min = requires(const X& x) {
   ts::max(x); ts::max<0>(x, ts::keep_dims); ts::min<1>(x); ts::maximum(x, x); ts::minimum(x, x);
 };
-static_assert(max_min<A> && max_min<B>);
+static_assert(max_min<A> && max_min<B> && max_min<T>);
+template <class X>
+constexpr bool max_min_out_spec = requires(const X& x) {
+  ts::max<ts::spec<"x">, 1>(x); ts::min<1>(ts::spec<"x", ts::none>{}, x, ts::keep_dims);
+};
+static_assert(max_min_out_spec<A> && max_min_out_spec<T> && !max_min_out_spec<B>);
 
 // Indices: all three (argmax of a traced value reads its forward value; of a block, local:
 // the block's own indices).
@@ -68,12 +73,26 @@ constexpr bool arg_extrema = requires(const X& x) {
 };
 static_assert(arg_extrema<A> && arg_extrema<T> && arg_extrema<B>);
 
-// take: a global-view table (array or traced) with global ids. Not on blocks: a block's ids
-// are global vocabulary indices that its table block may not hold (ts::take on arrays plans
-// that, with the unreduced result of a vocabulary-sharded table).
+// take: a global-view table (array or traced) with global ids; a block with a block of ids
+// (the block's own rows, zeros outside them: Megatron's masked lookup).
+using BIds = ts::block<int, 1, mesh, ts::vary<mesh, "y">>;
+template <class X, class I>
+constexpr bool takes = requires(const X& x, const I& ids) { ts::take(x, ids); };
+static_assert(takes<A, Ids> && takes<T, Ids> && takes<B, BIds> && !takes<B, Ids>);
+
+// one_hot: of integer arrays and blocks.
+template <class I>
+constexpr bool one_hots = requires(const I& ids) { ts::one_hot(ids, 4); };
+static_assert(one_hots<Ids> && one_hots<BIds>);
+static_assert(requires(const B& b) { ts::iota<double, 1>(b.context(), ts::shape<2>{2, 3}); });
+
+// Slices, split and concat: all three (on blocks, the block's own data).
 template <class X>
-constexpr bool takes = requires(const X& x, const Ids& ids) { ts::take(x, ids); };
-static_assert(takes<A> && takes<T> && !takes<B>);
+constexpr bool slices = requires(const X& x) {
+  ts::slice_in_dim<1>(x, 0, 1); ts::slice_in_dim<0, 0, 1>(x); ts::split<1, 2>(x);
+  ts::concat<0>(x, x); ts::concat<1>(x, x, x);
+};
+static_assert(slices<A> && slices<B> && slices<T>);
 
 // Products: ts::matmul on all three (on blocks the local GEMM).
 template <class X>
@@ -82,7 +101,8 @@ static_assert(products<A> && products<B> && products<T>);
 
 // Global-view only (a block is one device's data: inside shard_map the collectives do these):
 // ts::reshard, ts::einsum with an output spec, ts::softmax along a sharded dimension,
-// ts::permute / split_dim / merge_dims, ts::one_hot and ts::iota (which make arrays).
+// ts::permute / split_dim / merge_dims. (ts::iota makes an array from a device mesh, or a
+// block from a block's context: ts::iota<T, Dim>(b.context(), extents).)
 template <class X>
 constexpr bool global_view = requires(const X& x) {
   ts::reshard<ts::spec<>>(x); ts::softmax<1>(x); ts::permute<1, 0>(x);

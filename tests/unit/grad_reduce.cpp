@@ -88,3 +88,36 @@ TEST_CASE("grad: permute, split_dim, merge_dims", "[grad]") {
 }
 
 }  // namespace
+
+TEST_CASE("grad: max, min, maximum, minimum; ties share the cotangent equally", "[grad]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_2x2> m{devices};
+  for (const ts::shape<2> s : {ts::shape<2>{4, 4}, ts::shape<2>{3, 5}}) {
+    const auto x = random_tensor(s, 3);
+    const auto y = random_tensor(s, 4);
+    check_gradients<xy>("max<1>", [](auto v) { return sin_sum(ts::max<1>(v)); }, m, x);
+    check_gradients<xy>("min<0> keep_dims, times v", [](auto v) {
+      return sin_sum(ts::min<0>(v, ts::keep_dims) * v);
+    }, m, x);
+    check_gradients<ts::spec<ts::axes("y", "x")>>(
+        "max of everything", [](auto v) { return ts::max(ts::exp(v)); }, m, x);
+    check_gradients<xy>("min<-1> with an output spec",
+                        [](auto v) { return sin_sum(ts::min<ts::spec<"x">, -1>(v)); }, m, x);
+    check_gradients<xy, ts::spec<none, "y">>(
+        "maximum and minimum, broadcast", [](auto a, auto b) {
+          return sin_sum(ts::maximum(a, ts::sum<0>(ts::reshard<ts::spec<none, "y">>(b),
+                                                   ts::keep_dims)) +
+                         ts::minimum(a, b) * 2.0);
+        }, m, x, y);
+  }
+  // ties: a row of three equal maxima gets a third each; maximum's tie half to each side
+  const ts::host_tensor<double, 2> h({2, 3}, {1, 3, 3, 2, 2, 2});
+  const auto x = ts::device_put<xy>(m, h);
+  const auto g = host_of(ts::grad<0>([](auto v) { return ts::sum(ts::max<1>(v)); })(x));
+  const double want[] = {0, 0.5, 0.5, 1.0 / 3, 1.0 / 3, 1.0 / 3};
+  for (std::size_t i = 0; i < 6; ++i) CHECK(close(g.data()[i], want[i], 1e-15));
+  const auto c = ts::device_put<xy>(m, ts::host_tensor<double, 2>({2, 3}, {0, 3, 4, 2, 2, 2}));
+  const auto gm = host_of(ts::grad<0>([&](auto v) { return ts::sum(ts::maximum(v, c)); })(x));
+  const double want_m[] = {1, 0.5, 0, 0.5, 0.5, 0.5};
+  for (std::size_t i = 0; i < 6; ++i) CHECK(close(gm.data()[i], want_m[i], 1e-15));
+}

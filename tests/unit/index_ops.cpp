@@ -132,3 +132,36 @@ TEST_CASE("argmax of a traced value: the forward value's index", "[grad]") {
 }
 
 }  // namespace
+
+TEST_CASE("take, one_hot and iota on blocks inside shard_map: the block's own rows",
+          "[ops][block]") {
+  ts::cpu_devices devices{8};
+  const ts::device_mesh<mesh_2x4> m{devices};
+  ts::host_tensor<double, 2> rows({5, 8});  // row v, column c: 10 v + c
+  for (std::size_t v = 0; v < 5; ++v)
+    for (std::size_t c = 0; c < 8; ++c) rows(v, c) = 10.0 * double(v) + double(c);
+  const ts::host_tensor<int, 1> ids({6}, {4, 0, 2, 7, -1, 3});  // 7 and -1: rows of zeros
+  using cols = ts::spec<ts::none, "y">;
+  using by_x = ts::spec<"x">;
+  using xy = ts::spec<"x", "y">;
+  const auto f = ts::shard_map<mesh_2x4, ts::specs<cols, by_x>,
+                               ts::specs<xy, ts::spec<"x", ts::none>, xy>>(
+      [](const auto& table, const auto& i) {
+        return std::make_tuple(ts::take(table, i), ts::one_hot<double>(i, 5),
+                               ts::iota<double, 1>(i.context(), ts::shape<2>{2, 3}));
+      });
+  const auto [looked, hot, counts] =
+      f(ts::device_put<cols>(m, rows), ts::device_put<by_x>(m, ids));
+  const auto k = ts::to_host(counts);  // each block [2, 3] counts its own columns
+  REQUIRE(k.extents() == ts::shape<2>{4, 12});
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t j = 0; j < 12; ++j) CHECK(k(i, j) == double(j % 3));
+  const auto e = ts::to_host(looked);
+  const auto h = ts::to_host(hot);
+  for (std::size_t i = 0; i < 6; ++i) {
+    const bool in = ids(i) >= 0 && ids(i) < 5;
+    for (std::size_t c = 0; c < 8; ++c)
+      CHECK(e(i, c) == (in ? 10.0 * ids(i) + double(c) : 0.0));
+    for (std::size_t v = 0; v < 5; ++v) CHECK(h(i, v) == (in && int(v) == ids(i) ? 1.0 : 0.0));
+  }
+}

@@ -18,6 +18,7 @@
 // own indices, no collective. Not on unreduced values (rule 3).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -71,6 +72,26 @@ template <class T, spec_type Spec = spec<>, std::size_t Dim = 0, mesh_type Mesh,
         out.data()[i] = static_cast<T>(ix[Dim].start + (i / inner) % along);
       return out;
     });
+  }
+}
+
+// iota<T, Dim>(context, extents) inside ts::shard_map (context: a block's b.context()): a
+// block of those extents whose element at index i is i[Dim], the block's own indices (as
+// lax.broadcasted_iota inside shard_map; add the block's offset for global ones). The same on
+// every device: it varies over no axis.
+template <class T, std::size_t Dim, mesh_type Mesh, std::size_t Rank>
+[[nodiscard]] auto iota(const shard_context<Mesh>& context, const shape<Rank>& extents) {
+  if constexpr (Dim >= Rank) {
+    static_assert(detail::require<false, diagnostic::iota_dim_out_of_range<Dim, Rank>>::value);
+    return block<T, Rank, Mesh>(context, extents);
+  } else {
+    block<T, Rank, Mesh> out(context, extents);
+    std::size_t inner = 1;
+    for (std::size_t d = Dim + 1; d < Rank; ++d) inner *= extents[d];
+    T* p = out.data();
+    for (std::size_t i = 0; i < out.size(); ++i)
+      p[i] = static_cast<T>((i / inner) % extents[Dim]);
+    return out;
   }
 }
 
@@ -177,6 +198,25 @@ template <class T = float, sharded_array_type L>
                 detail::one_hot_blocks<T, typename L::value_type>(
                     m.get_backend(), std::span<const device_id>(m.devices()),
                     *labels.shared_shards(), n));
+}
+
+// one_hot<T = float>(labels, n) on a block of integer labels inside ts::shard_map: the block's
+// own rows (local), varying where the labels do.
+template <class T = float, block_type L>
+  requires std::is_integral_v<typename L::value_type>
+[[nodiscard]] auto one_hot(const L& labels, std::size_t n) {
+  constexpr std::size_t Rank = L::rank;
+  shape<Rank + 1> e{};
+  for (std::size_t d = 0; d < Rank; ++d) e[d] = labels.extent(d);
+  e[Rank] = n;
+  detail::buffer<T> out(labels.size() * n);
+  std::fill_n(out.data(), out.size(), T{});
+  const auto* v = labels.data();
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (v[i] >= 0 && static_cast<std::size_t>(v[i]) < n)
+      out.data()[i * n + static_cast<std::size_t>(v[i])] = T(1);
+  return block<T, Rank + 1, typename L::mesh_type, L::varying>(labels.context(), e,
+                                                                std::move(out));
 }
 
 // argmax<Dim>(x), argmax<Dim>(x, ts::keep_dims); argmin likewise. On a block: local.

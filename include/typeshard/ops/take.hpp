@@ -13,6 +13,7 @@
 // the rows it holds, zeros for the others: the psum that follows is Megatron's). The ids'
 // axes and the table's must be apart (else a device would need rows or ids another holds: a
 // compile error naming the reshard). An id outside [0, V) is a ts::shape_error naming it.
+// On blocks inside ts::shard_map: the block's own rows, zeros for ids outside them (local).
 // Gradient (on a table traced by ts::value_and_grad): the cotangent's rows added into the
 // rows of the ids (a scatter-add), each device into its block of the table; unreduced over
 // the ids' axes (each device adds the rows of its own ids: rule 9's data-parallel gradient).
@@ -28,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "../array/block.hpp"
 #include "../array/device_mesh.hpp"
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
@@ -194,6 +196,25 @@ auto take_scatter(const G& g, const Ids& ids, const shape<2>& table_extents) {
 }  // namespace detail
 
 namespace detail {
+// take on blocks: rows of the table block at the ids block, zeros outside [0, rows).
+template <class Table, class Ids>
+auto take_block(const Table& table, const Ids& ids) {
+  using T = typename Table::value_type;
+  constexpr std::size_t Rank = Ids::rank;
+  const std::size_t rows = table.extent(0), dl = table.extent(1);
+  shape<Rank + 1> e{};
+  for (std::size_t d = 0; d < Rank; ++d) e[d] = ids.extent(d);
+  e[Rank] = dl;
+  buffer<T> out(ids.size() * dl);
+  std::fill_n(out.data(), out.size(), T{});
+  const auto* id = ids.data();
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (id[i] >= 0 && static_cast<std::size_t>(id[i]) < rows)
+      std::copy_n(table.data() + static_cast<std::size_t>(id[i]) * dl, dl, out.data() + i * dl);
+  return block<T, Rank + 1, typename Table::mesh_type, (Table::varying | Ids::varying)>(
+      table.context(), e, std::move(out));
+}
+
 template <class Table, class Ids>
 auto take_arrays(const Table& table, const Ids& ids) {
   using types = take_types<Table, Ids>;
@@ -239,6 +260,14 @@ struct take_t {
     requires std::is_integral_v<typename Ids::value_type>
   [[nodiscard]] auto operator()(const Table& table, const Ids& ids) const {
     return detail::take_arrays(table, ids);
+  }
+  // On blocks inside ts::shard_map: the block's own rows at the block's ids, a row of zeros
+  // for an id outside them (Megatron's masked lookup: subtract the block's first vocabulary
+  // row from the ids, look up, then ts::psum over the vocabulary's axes). Local.
+  template <block_type Table, block_type Ids>
+    requires(std::is_integral_v<typename Ids::value_type> && Table::rank == 2)
+  [[nodiscard]] auto operator()(const Table& table, const Ids& ids) const {
+    return detail::take_block(table, ids);
   }
   template <class Table, class Ids>
     requires requires(const Table& t, const Ids& i) { traced_take(t, i); }

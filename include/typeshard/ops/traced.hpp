@@ -13,7 +13,9 @@
 // scalars, unary -, exp log tanh relu sin cos sqrt, sigmoid softplus gelu rsqrt pow clip, take,
 // ts::where (comparisons give a plain mask, argmax and argmin a plain index), ts::sum and
 // ts::mean (Dims, keep_dims, an output spec), ts::softmax and ts::log_softmax, ts::reshard,
-// ts::psum, ts::permute, ts::transpose (permute<1, 0>), ts::split_dim, ts::merge_dims.
+// ts::psum, ts::permute, ts::transpose (permute<1, 0>), ts::split_dim, ts::merge_dims,
+// ts::slice_in_dim, ts::split, ts::concat, ts::max and ts::min (every form), ts::maximum and
+// ts::minimum.
 // Each backward is itself one of these ops on global arrays (plan/grad_plan.hpp), so its
 // collectives are planned at compile time:
 //   einsum       d lhs = einsum<"out,rhs->lhs">(d out, rhs), d rhs likewise, then resharded
@@ -25,9 +27,12 @@
 //   softmax      y * (g - sum(g * y)) along the dimension (its sum a psum when sharded);
 //   reshard      the reverse reshard (all_gather <-> slice, all_to_all <-> all_to_all back,
 //                psum <-> identity);
-//   dimension moves  the inverse move (no communication).
-// ts::max, ts::min, ts::maximum, ts::minimum, ts::map, ts::zip and ts::shard_map on a traced
-// value are rule-9 compile errors, never a wrong gradient.
+//   dimension moves  the inverse move (no communication);
+//   slice, split  the cotangent padded with zeros; concat: the cotangent's slices;
+//   max, min     the cotangent to the extrema, ties sharing it equally (JAX's rule);
+//                maximum / minimum: to the chosen operand, half each on a tie.
+// ts::map, ts::zip and ts::shard_map on a traced value are rule-9 compile errors, never a
+// wrong gradient.
 //
 // (The type is in detail/traced_value.hpp, the ops on it in detail/traced_*.hpp, one file per
 // op family.)
@@ -36,8 +41,10 @@
 #include "detail/traced_dims.hpp"
 #include "detail/traced_einsum.hpp"
 #include "detail/traced_elementwise.hpp"
+#include "detail/traced_extrema.hpp"
 #include "detail/traced_functions.hpp"
 #include "detail/traced_reduce.hpp"
+#include "detail/traced_slices.hpp"
 #include "detail/traced_value.hpp"
 // Mixed precision on traced values: ts::astype (the backward casts back) and einsum / matmul
 // with preferred_element (float master weights, bf16 compute, float gradients).

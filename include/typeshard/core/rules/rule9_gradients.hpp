@@ -73,18 +73,6 @@ struct grad_argnums_repeated {
 };
 
 template <class Op>
-struct grad_op_not_differentiable {
-  static constexpr bool fire() {
-    static_assert(detail::always_false<Op>,
-                  "typeshard: rule 9 (gradients): ts::max, ts::min, ts::maximum and ts::minimum "
-                  "of a traced value are not differentiable in typeshard (the gradient would "
-                  "pick one element per tie); fix: use a smooth op (ts::log_softmax, "
-                  "ts::relu) or compute it on a plain array outside the differentiated function");
-    return true;
-  }
-};
-
-template <class Op>
 struct grad_shard_map_not_differentiable {
   static constexpr bool fire() {
     static_assert(detail::always_false<Op>,

@@ -173,54 +173,8 @@ auto sqrt(const X& x) {
                         &detail::describe_elementwise);
 }
 
-// Not differentiable (rule 9): max, min, maximum, minimum, map, zip of a traced value.
-#define TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION(name)                                       \
-  template <int... Dims, traced_type X>                                                    \
-  auto name(const X& x) {                                                                  \
-    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
-    return x;                                                                              \
-  }                                                                                        \
-  template <int... Dims, traced_type X>                                                    \
-  auto name(const X& x, keep_dims_t) {                                                     \
-    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
-    return x;                                                                              \
-  }                                                                                        \
-  template <spec_type OutSpec, int... Dims, traced_type X>                                 \
-  auto name(const X& x) {                                                                  \
-    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
-    return x;                                                                              \
-  }                                                                                        \
-  template <spec_type OutSpec, int... Dims, traced_type X>                                 \
-  auto name(const X& x, keep_dims_t) {                                                     \
-    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
-    return x;                                                                              \
-  }                                                                                        \
-  template <int... Dims, spec_type OutSpec, traced_type X>                                 \
-  auto name(OutSpec, const X& x) {                                                         \
-    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
-    return x;                                                                              \
-  }                                                                                        \
-  template <int... Dims, spec_type OutSpec, traced_type X>                                 \
-  auto name(OutSpec, const X& x, keep_dims_t) {                                            \
-    static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<X>>::value); \
-    return x;                                                                              \
-  }
-TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION(max)
-TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION(min)
-#undef TYPESHARD_NOT_DIFFERENTIABLE_REDUCTION
-
-template <class A, class B>
-  requires traced_operands<A, B>
-auto maximum(const A& a, const B&) {
-  static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<A>>::value);
-  return a;
-}
-template <class A, class B>
-  requires traced_operands<A, B>
-auto minimum(const A& a, const B&) {
-  static_assert(detail::require<false, diagnostic::grad_op_not_differentiable<A>>::value);
-  return a;
-}
+// Not differentiable (rule 9): map and zip of a traced value (ts::max, ts::min, ts::maximum
+// and ts::minimum: detail/traced_extrema.hpp).
 template <traced_type X, class F>
 auto map(const X& x, F) {
   static_assert(detail::require<false, diagnostic::grad_map_not_differentiable<F>>::value);

@@ -1,0 +1,200 @@
+// typeshard/plan/slice_plan.hpp: the plans of ts::slice, ts::split and ts::concat (and of a
+// slice's transpose, a pad into zeros), computed on values: at run time for dynamic extents and
+// offsets, in a static_assert where they are constants.
+//
+//   // x: [8, 12], spec<"x", "y"> on a 2 x 2 mesh
+//   const ts::slice_plan<2> p = ts::slice_plan_of<1>(x, 2, 5);   // columns [2, 7)
+//   p.communicates();  // true: a device's result columns are held by the other device
+//   p.describe();      // "slice of dimension 1: [2, 7) of 12, PartitionSpec('x', 'y')
+//                      //   1. all_gather over 'y' along dimension 1 => PartitionSpec('x', None)
+//                      //   2. copy [2, 7) of dimension 1 (local, no communication) => ...
+//                      //   3. slice (local, no communication) => PartitionSpec('x', 'y')"
+//
+// The result of every one of these operations keeps its operand's spec (JAX's sharding rule
+// for lax.slice, lax.split and lax.concatenate; typeshard shards the new extent unevenly where
+// it does not divide, where JAX refuses). Each device's result block along the dimension is
+// either read from its own operand block (an unsharded dimension, or a window whose every
+// shard lies inside the same device's operand shard: one local copy, no communication), or
+// else the dimension is gathered over its axes (one all_gather), the window copied, and each
+// device keeps its block (a local slice). A concatenation along a sharded dimension gathers
+// every operand the same way. The cost model is plan/step.hpp's.
+//
+//   slice_plan<Rank>                                  the plan (a value)
+//   detail::plan_window(mesh, spec, dim, in, shift, out, op)   result j <- operand j + shift
+//   detail::plan_concat(mesh, spec, dim, out)
+//
+// Compile-time vocabulary only: no runtime header is included.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "../core/config.hpp"
+#include "../core/detail/mesh_value.hpp"
+#include "../core/detail/spec_layout.hpp"
+#include "../core/layout.hpp"
+#include "../core/spec.hpp"
+#include "step.hpp"
+
+namespace typeshard {
+
+// slice_plan<Rank>: what a slice, pad or concatenation of a rank-Rank array runs. `steps`
+// (count of them) are: [all_gather along `dim`], the local copy of the window (the step at
+// `window_at`, kind slice, the operand laid out with `dim` whole or as it is), [slice back to
+// the operand's spec].
+template <std::size_t Rank>
+struct slice_plan {
+  static constexpr std::size_t rank = Rank;
+  const char* op = "slice";        // "slice", "pad" (a slice's transpose) or "concat"
+  std::size_t dim = 0;             // the dimension sliced, padded or concatenated
+  std::ptrdiff_t shift = 0;        // result index j along dim reads operand index j + shift
+  std::size_t in_extent = 0;       // the operand's extent along dim (concat: the first's)
+  std::size_t out_extent = 0;      // the result's
+  std::array<step<Rank>, 3> steps{};
+  std::size_t count = 0;
+  std::size_t window_at = 0;       // the index of the local window copy in steps
+
+  constexpr std::span<const step<Rank>> step_list() const { return {steps.data(), count}; }
+  constexpr bool communicates() const { return collectives() != 0; }
+  constexpr std::size_t collectives() const {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < count; ++i) n += steps[i].communicates() ? 1 : 0;
+    return n;
+  }
+  constexpr bool gathers() const { return collectives() != 0; }
+
+  // A header line, then one numbered line per step.
+  TYPESHARD_COLD std::string describe() const {
+    std::string out(op);
+    out.append(" of dimension ").append(std::to_string(dim)).append(": ");
+    if (op[0] == 'c') {
+      out.append("extent ").append(std::to_string(out_extent));
+    } else {
+      const std::ptrdiff_t a = shift < 0 ? -shift : shift;
+      const std::size_t lo = static_cast<std::size_t>(a);
+      const std::size_t hi = lo + (shift < 0 ? in_extent : out_extent);
+      out.append("[").append(std::to_string(lo)).append(", ").append(std::to_string(hi));
+      out.append(shift < 0 ? ") of a result of " : ") of ");
+      out.append(std::to_string(shift < 0 ? out_extent : in_extent));
+    }
+    out.append(", ").append(detail::spec_string(steps[count - 1].spec_after)).append("\n");
+    for (std::size_t i = 0; i < count; ++i) {
+      out.append("  ").append(std::to_string(i + 1)).append(". ");
+      if (i == window_at) {
+        out.append(op[0] == 'c' ? "concatenate along dimension "
+                                : "copy the window along dimension ");
+        out.append(std::to_string(dim))
+            .append(" (local, no communication) => ")
+            .append(detail::spec_string(steps[i].spec_after));
+        if (steps[i].unreduced_after.count)
+          out.append(" unreduced over ").append(detail::axes_string(steps[i].unreduced_after));
+      } else {
+        out.append(steps[i].describe());
+        if (op[0] == 'c' && steps[i].communicates()) out.append(" (each operand)");
+      }
+      out.append("\n");
+    }
+    return out;
+  }
+};
+
+namespace detail {
+
+// Whether every shard of the result along `dim` reads only operand elements held by the same
+// shard of the operand (result index j reads operand index j + shift where that is in range;
+// out of range is a zero).
+template <std::size_t Rank>
+constexpr bool window_is_local(const mesh_value& m, const spec_array<Rank>& s, std::size_t dim,
+                               std::size_t in_extent, std::ptrdiff_t shift,
+                               std::size_t out_extent) {
+  const std::size_t k = shards_of(m, s[dim]);
+  for (std::size_t c = 0; c < k && k > 1; ++c) {
+    const slice r = block_slice(out_extent, k, c), held = block_slice(in_extent, k, c);
+    const std::ptrdiff_t lo0 = static_cast<std::ptrdiff_t>(r.start) + shift;
+    const std::ptrdiff_t hi0 = static_cast<std::ptrdiff_t>(r.stop) + shift;
+    const std::ptrdiff_t lo = lo0 < 0 ? 0 : lo0;
+    const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(in_extent);
+    const std::ptrdiff_t hi = hi0 > n ? n : hi0;
+    if (lo < hi && (lo < static_cast<std::ptrdiff_t>(held.start) ||
+                    hi > static_cast<std::ptrdiff_t>(held.stop)))
+      return false;
+  }
+  return true;
+}
+
+// The steps around a local window copy: the gather of `dim` when `gather`, the copy, the
+// slice back to `s`.
+template <std::size_t Rank>
+constexpr void push_window_steps(slice_plan<Rank>& p, const spec_array<Rank>& s,
+                                 const dim_spec& unreduced, bool gather) {
+  spec_array<Rank> whole = s;
+  whole[p.dim] = dim_spec{};
+  step<Rank> copy{};
+  copy.kind = step_kind::slice;
+  copy.dim = p.dim;
+  copy.unreduced_after = unreduced;
+  if (gather) {
+    step<Rank> g{};
+    g.kind = step_kind::all_gather;
+    g.dim = p.dim;
+    g.axes = s[p.dim];
+    g.spec_after = whole;
+    g.unreduced_after = unreduced;
+    p.steps[p.count++] = g;
+    copy.spec_after = whole;
+    p.window_at = p.count;
+    p.steps[p.count++] = copy;
+    step<Rank> back{};
+    back.kind = step_kind::slice;
+    back.dim = p.dim;
+    back.axes = s[p.dim];
+    back.spec_after = s;
+    back.unreduced_after = unreduced;
+    p.steps[p.count++] = back;
+  } else {
+    copy.spec_after = s;
+    p.window_at = p.count;
+    p.steps[p.count++] = copy;
+  }
+}
+
+// The plan of a window: result index j along `dim` (extent out_extent) is operand index
+// j + shift (extent in_extent), or zero where that is out of range. A slice [start, start +
+// size) is shift = start, out = size; its transpose, a pad, shift = -start, out = the
+// operand's extent.
+template <std::size_t Rank>
+constexpr slice_plan<Rank> plan_window(const mesh_value& m, const spec_array<Rank>& s,
+                                       const dim_spec& unreduced, std::size_t dim,
+                                       std::size_t in_extent, std::ptrdiff_t shift,
+                                       std::size_t out_extent, const char* op) {
+  slice_plan<Rank> p;
+  p.op = op;
+  p.dim = dim;
+  p.shift = shift;
+  p.in_extent = in_extent;
+  p.out_extent = out_extent;
+  push_window_steps(p, s, unreduced,
+                    !window_is_local(m, s, dim, in_extent, shift, out_extent));
+  return p;
+}
+
+// The plan of a concatenation along `dim` (result extent out_extent, first operand's
+// in_extent): local where `dim` is unsharded, else every operand gathered along it.
+template <std::size_t Rank>
+constexpr slice_plan<Rank> plan_concat(const mesh_value& m, const spec_array<Rank>& s,
+                                       const dim_spec& unreduced, std::size_t dim,
+                                       std::size_t in_extent, std::size_t out_extent) {
+  slice_plan<Rank> p;
+  p.op = "concat";
+  p.dim = dim;
+  p.in_extent = in_extent;
+  p.out_extent = out_extent;
+  push_window_steps(p, s, unreduced, shards_of(m, s[dim]) > 1);
+  return p;
+}
+
+}  // namespace detail
+
+}  // namespace typeshard
