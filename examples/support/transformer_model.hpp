@@ -207,6 +207,16 @@ host_params to_host_params(const Params& p) {
   return h;
 }
 
+// init_params(c, seed): the same parameters as init_params(m, c, seed) on any mesh, on the host
+// (drawn on one simulated device), for code that changes them before put_params. (A template,
+// so that only a program calling it compiles the one-device mesh.)
+template <class = void>
+host_params init_params(const config& c, std::uint64_t seed) {
+  using mesh_1x1 = ts::mesh<ts::axis("data", 1), ts::axis("model", 1)>;
+  ts::cpu_devices one_device{1};
+  return to_host_params(init_params(ts::device_mesh<mesh_1x1>{one_device}, c, seed));
+}
+
 // ---- the communication budget of one training step ------------------------------------------
 
 // Per block, Megatron's two all-reduces over "model" forward and their two transposes in the
@@ -353,7 +363,7 @@ struct optimizer {
   // checkpoint saves it beside the moments (state's m and v); set_step restores it.
   std::size_t step() const { return std::get<0>(state).step; }
   void set_step(std::size_t s) {
-    std::apply([&](auto&... st) { ((st.step = s), ...); }, state);
+    std::apply([&](auto&... each) { ((each.step = s), ...); }, state);
   }
 
   template <class Grads>

@@ -57,8 +57,9 @@ template <class Mesh>
 void compare_with_serial(const ts::device_mesh<Mesh>& mesh,
                          const ts::device_mesh<mesh_1x1>& one, const tr::config& c,
                          std::size_t steps) {
-  auto p = tr::init_params(mesh, c, 3);  // ts::random: the same values on both meshes
-  auto q = tr::init_params(one, c, 3);
+  const tr::host_params start = tr::init_params(c, 3);
+  auto p = tr::put_params(mesh, start);
+  auto q = tr::put_params(one, start);
   tr::optimizer<Mesh> adam_p(p, {.lr = 1e-2});
   tr::optimizer<mesh_1x1> adam_q(q, {.lr = 1e-2});
   std::mt19937 rng(11);
@@ -116,7 +117,7 @@ TEST_CASE("transformer: one training step runs exactly the Megatron + ZeRO-1 col
   ts::cpu_devices devices{8};
   const ts::device_mesh<mesh_2x4> mesh{devices};
   const tr::config c;
-  auto p = tr::init_params(mesh, c, 3);
+  auto p = tr::put_params(mesh, tr::init_params(c, 3));
   tr::optimizer<mesh_2x4> adam(p, {.lr = 1e-2});
   std::mt19937 rng(11);
   const auto in = tr::put_inputs(mesh, c, tr::make_batch(c, rng));
@@ -156,7 +157,7 @@ TEST_CASE("transformer: gradients match central finite differences (1 x 1 mesh, 
   ts::cpu_devices devices{1};
   const ts::device_mesh<mesh_1x1> one{devices};
   const tr::config c = uneven();
-  const tr::host_params h = tr::to_host_params(tr::init_params(one, c, 5));
+  const tr::host_params h = tr::init_params(c, 5);
   std::mt19937 rng(13);
   const tr::host_batch batch = tr::make_batch(c, rng);
   const auto p = tr::put_params(one, h);
