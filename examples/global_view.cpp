@@ -39,12 +39,6 @@ host2 normal2(std::size_t rows, std::size_t cols, std::mt19937& rng) {
   for (float& v : t.values()) v = n(rng);
   return t;
 }
-host1 normal1(std::size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.0f, 0.5f);
-  host1 t({n});
-  for (float& v : t.values()) v = d(rng);
-  return t;
-}
 
 template <class Host>
 void verify(const std::string& what, const Host& got, const Host& serial) {
@@ -105,10 +99,11 @@ int main() {
   using replicated1 = ts::spec<ts::none>;
 
   constexpr std::size_t B = 9, D = 6, H = 10, O = 3;  // batch, input, hidden, output
-  std::mt19937 rng(0);
+  std::mt19937 rng(0);  // the data
   const host2 x_h = normal2(B, D, rng), y_h = normal2(B, O, rng);
-  const host2 w1_h = normal2(D, H, rng), w2_h = normal2(H, O, rng);
-  const host1 b1_h = normal1(H, rng), b2_h = normal1(O, rng);
+  // The parameters are drawn on the mesh (ts::random: each device draws its own shard), with
+  // the subkeys of key(0); times 0.5: N(0, 0.25), as the data.
+  const auto keys = ts::random::split<6>(ts::random::key(0));
   const float lr = 0.1f;
 
   section("1", "a data-parallel training step: the batch over data, gradients all-reduced");
@@ -116,10 +111,10 @@ int main() {
     // doc-snippet: data_parallel_step
     const auto X = ts::device_put<rows_over_data>(mesh, x_h);
     const auto Y = ts::device_put<rows_over_data>(mesh, y_h);
-    const auto W1 = ts::device_put<replicated2>(mesh, w1_h);
-    const auto W2 = ts::device_put<replicated2>(mesh, w2_h);
-    const auto b1 = ts::device_put<replicated1>(mesh, b1_h);
-    const auto b2 = ts::device_put<replicated1>(mesh, b2_h);
+    const auto W1 = ts::random::normal<replicated2>(keys[0], mesh, ts::shape<2>{D, H}) * 0.5f;
+    const auto W2 = ts::random::normal<replicated2>(keys[1], mesh, ts::shape<2>{H, O}) * 0.5f;
+    const auto b1 = ts::random::normal<replicated1>(keys[2], mesh, ts::shape<1>{H}) * 0.5f;
+    const auto b2 = ts::random::normal<replicated1>(keys[3], mesh, ts::shape<1>{O}) * 0.5f;
 
     // Forward: the bias adds broadcast [H] and [O] over the rows; nothing communicates.
     const auto z1 = ts::einsum<"bd,dh->bh">(X, W1) + b1;
@@ -162,7 +157,9 @@ int main() {
               << "dh = einsum<\"bo,ho->bh\">(dp, W2): "
               << ts::einsum_plan_for<"bo,ho->bh", dp_t, decltype(W2)>::describe() << "\n";
 
-    // The same step, serially.
+    // The same step, serially, from the same parameters.
+    const host2 w1_h = ts::to_host(W1), w2_h = ts::to_host(W2);
+    const host1 b1_h = ts::to_host(b1), b2_h = ts::to_host(b2);
     const host2 z1_s = plus_bias(product(x_h, w1_h), b1_h);
     const host2 a1_s = relu(z1_s);
     const host2 p_s = plus_bias(product(a1_s, w2_h), b2_h);
@@ -191,11 +188,12 @@ int main() {
   section("2", "a Megatron MLP forward: the hidden dimension over model");
   {
     constexpr std::size_t F = 14;  // the hidden dimension: 7 per "model" shard
-    const host2 v1_h = normal2(D, F, rng), v2_h = normal2(F, D, rng);
+    using columns = ts::spec<ts::none, "model">;
+    using rows = ts::spec<"model", ts::none>;
     // doc-snippet: megatron_forward
     const auto X = ts::device_put<rows_over_data>(mesh, x_h);
-    const auto V1 = ts::device_put<ts::spec<ts::none, "model">>(mesh, v1_h);  // columns
-    const auto V2 = ts::device_put<ts::spec<"model", ts::none>>(mesh, v2_h);  // rows
+    const auto V1 = ts::random::normal<columns>(keys[4], mesh, ts::shape<2>{D, F}) * 0.5f;
+    const auto V2 = ts::random::normal<rows>(keys[5], mesh, ts::shape<2>{F, D}) * 0.5f;
     const auto Hd = ts::relu(ts::einsum<"bd,df->bf">(X, V1));  // P("data", "model"): no comm
     const auto U = ts::einsum<"bf,fd->bd">(Hd, V2);            // a partial sum over model
     static_assert(std::is_same_v<decltype(U)::unreduced_type, ts::unreduced<"model">>);
@@ -211,6 +209,7 @@ int main() {
               << decltype(U)::unreduced_type::to_string() << "\n"
               << "reshard<P('data', None)>(U): "
               << ts::reshard_plan_for<std::remove_cvref_t<decltype(U)>, rows_over_data>::describe();
+    const host2 v1_h = ts::to_host(V1), v2_h = ts::to_host(V2);  // the serial run's copies
     verify("Megatron MLP output", ts::to_host(out), product(relu(product(x_h, v1_h)), v2_h));
   }
 

@@ -41,7 +41,10 @@
 // model's loss falls by a visible amount in 30 steps too (--large: the notebook's 1e-5).
 //
 // Data: std::normal_distribution<float> over std::mt19937 seeded 0 (the notebook's
-// PRNGKey(0)); the values differ from JAX's, the checks do not depend on them. Every number
+// PRNGKey(0)); the MLP's parameters are drawn on each mesh with ts::random from key(0) (each
+// device draws only its own shard; the same values on every mesh, checked). The values differ
+// from JAX's (the notebook's init is not partitionable Threefry); the checks do not depend on
+// them. Every number
 // this program prints is deterministic (fixed seeds; collectives sum in rank order), so runs
 // on other backends can be compared with it; only the timings vary.
 #include <algorithm>
@@ -257,10 +260,28 @@ struct layer {
 template <class W, class B>
 layer(W, B) -> layer<W, B>;
 
-// The parameters on a mesh: W sharded by WSpec, b as W's columns.
+// init_model's layer [n_in, n_out] on a mesh, W sharded by WSpec and b as W's columns:
+// W ~ N(0, 1) / sqrt(n_in), b ~ N(0, 1), drawn with ts::random from key k (W with the first of
+// split(k), b with the second). Each device draws only its own shard, and the values depend on
+// k only, not on the mesh or the spec: every mesh below starts from the same parameters.
 template <class WSpec, class Mesh>
-auto put_layer(const ts::device_mesh<Mesh>& m, const host_layer& h) {
-  return layer{ts::device_put<WSpec>(m, h.w), ts::device_put<ts::spec<WSpec::dim(1)>>(m, h.b)};
+auto init_layer(ts::random::prng_key k, const ts::device_mesh<Mesh>& m, std::size_t n_in,
+                std::size_t n_out) {
+  const auto [kw, kb] = ts::random::split(k);
+  return layer{ts::random::normal<WSpec>(kw, m, ts::shape<2>{n_in, n_out}) *
+                   (1.0f / std::sqrt(static_cast<float>(n_in))),
+               ts::random::normal<ts::spec<WSpec::dim(1)>>(kb, m, ts::shape<1>{n_out})};
+}
+
+// The four layers of init_model(key, layer_sizes) on a mesh, with the specs of W1 ... W4.
+template <class S1, class S2, class S3, class S4, class Mesh>
+auto init_model(ts::random::prng_key key, const ts::device_mesh<Mesh>& m,
+                const std::vector<std::size_t>& sizes) {
+  const auto k = ts::random::split<4>(key);
+  return std::tuple(init_layer<S1>(k[0], m, sizes[0], sizes[1]),
+                    init_layer<S2>(k[1], m, sizes[1], sizes[2]),
+                    init_layer<S3>(k[2], m, sizes[2], sizes[3]),
+                    init_layer<S4>(k[3], m, sizes[3], sizes[4]));
 }
 
 // g where the layer's output v was positive, else 0: the gradient through relu.
@@ -410,6 +431,19 @@ double largest_loss_difference(const std::vector<double>& a, const std::vector<d
   for (std::size_t s = 0; s < a.size() && s < b.size(); ++s)
     worst = std::max(worst, std::abs(a[s] - b[s]) / std::abs(b[s]));
   return worst;
+}
+
+// Whether the layers on a mesh hold exactly the serial run's parameters h.
+template <class Params>
+bool equal_parameters(const Params& params, const std::vector<host_layer>& h) {
+  bool same = true;
+  std::size_t i = 0;
+  std::apply(
+      [&](const auto&... l) {
+        ((same = same && ts::to_host(l.w) == h[i].w && ts::to_host(l.b) == h[i].b, ++i), ...);
+      },
+      params);
+  return same;
 }
 
 // Compares a distributed run with the serial one: loss by loss, then the final weights.
@@ -691,19 +725,22 @@ int main(int argc, char** argv) {
   // step; 30 steps stay far below this.
   const double tolerance = 1e-4;
 
-  // init_model(PRNGKey(0), layer_sizes, batch_size): W ~ N(0, 1) / sqrt(n_in), b ~ N(0, 1).
+  // init_model(PRNGKey(0), layer_sizes): drawn on each mesh with ts::random (init_model above);
+  // the serial run's copy is the same draw on one device, brought to the host.
+  const ts::random::prng_key init_key = ts::random::key(0);
   std::vector<host_layer> params_host;
-  std::mt19937 init_rng(0);
-  for (std::size_t l = 0; l + 1 < layer_sizes.size(); ++l) {
-    host_layer h{normal(layer_sizes[l], layer_sizes[l + 1], init_rng,
-                        1.0f / std::sqrt(static_cast<float>(layer_sizes[l]))),
-                 host_vector({layer_sizes[l + 1]})};
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    for (float& v : h.b.values()) v = dist(init_rng);
-    params_host.push_back(std::move(h));
+  {
+    using mesh_1 = ts::mesh<ts::axis("one", 1)>;
+    using P1 = ts::spec<ts::none, ts::none>;
+    const ts::device_mesh<mesh_1> one{devices, {0}};
+    const auto to_host = [&](const auto&... l) {
+      (params_host.push_back({ts::to_host(l.w), ts::to_host(l.b)}), ...);
+    };
+    std::apply(to_host, init_model<P1, P1, P1, P1>(init_key, one, layer_sizes));
   }
-  const host_matrix inputs = normal(batch_size, layer_sizes.front(), init_rng);
-  const host_matrix targets = normal(batch_size, layer_sizes.back(), init_rng);
+  std::mt19937 data_rng(0);  // the batch (the notebook draws it from the same key)
+  const host_matrix inputs = normal(batch_size, layer_sizes.front(), data_rng);
+  const host_matrix targets = normal(batch_size, layer_sizes.back(), data_rng);
   std::cout << "layer sizes [784, " << hidden << ", " << hidden << ", " << hidden << ", 10], batch "
             << batch_size << ", step size " << step_size << ", " << steps << " steps\n";
 
@@ -749,10 +786,9 @@ int main(int argc, char** argv) {
     using P_rep = ts::spec<ts::none, ts::none>;
     const auto x_batch = ts::device_put<P_batch>(mesh, inputs);
     const auto t_batch = ts::device_put<P_batch>(mesh, targets);
-    auto params =
-        std::tuple(put_layer<P_rep>(mesh, params_host[0]), put_layer<P_rep>(mesh, params_host[1]),
-                   put_layer<P_rep>(mesh, params_host[2]), put_layer<P_rep>(mesh, params_host[3]));
+    auto params = init_model<P_rep, P_rep, P_rep, P_rep>(init_key, mesh, layer_sizes);
     // doc-snippet-end
+    check(equal_parameters(params, params_host), "8-way: ts::random drew other parameters");
     std::cout << "\n8-way batch data parallelism: inputs " << x_batch.sharding_string()
               << ", parameters replicated\n";
     std::cout << "loss_jit(params, batch) = " << loss_of<0>(params, x_batch, t_batch) << "\n";
@@ -780,10 +816,9 @@ int main(int argc, char** argv) {
     using P_rows = ts::spec<"model", ts::none>;
     const auto x_batch = ts::device_put<P_batch>(mesh, inputs);
     const auto t_batch = ts::device_put<P_batch>(mesh, targets);
-    auto params =
-        std::tuple(put_layer<P_rep>(mesh, params_host[0]), put_layer<P_cols>(mesh, params_host[1]),
-                   put_layer<P_rows>(mesh, params_host[2]), put_layer<P_rep>(mesh, params_host[3]));
+    auto params = init_model<P_rep, P_cols, P_rows, P_rep>(init_key, mesh, layer_sizes);
     // doc-snippet-end
+    check(equal_parameters(params, params_host), "4 x 2: ts::random drew other parameters");
     std::cout << "\n4-way batch data parallelism and 2-way model tensor parallelism\nbatch[0]:\n";
     ts::visualize(x_batch);
     std::cout << "W2:\n";

@@ -5,7 +5,9 @@
 // The model and its shardings are in examples/support/transformer_model.hpp (shared with the
 // serial check, tests/unit/grad_transformer.cpp): vocabulary 16, sequence 16, d_model 64,
 // 4 heads of 16, MLP hidden 256, 2 pre-norm blocks, batch 16. The task: predict the previous
-// token of a random sequence (fresh batches every step, std::mt19937 seeded 7). The gradients
+// token of a random sequence (fresh batches every step, std::mt19937 seeded 7). The
+// parameters are drawn on the mesh with ts::random (tr::init_params: each device draws only
+// its own shards, the same values on any mesh). The gradients
 // come from ts::value_and_grad; the optimizer is ZeRO-1 Adam (ts::zero_adam_update, lr 1e-2):
 // each gradient, unreduced over "data", is reduce-scattered over "data", the update runs on
 // each device's shard and the parameter is all-gathered back.
@@ -20,6 +22,14 @@
 //   --mesh 2x2 (or TYPESHARD_TRANSFORMER_MESH=2x2): the same model on a 2 x 2 mesh of devices
 //   0-3 (under mpirun -np 4); the default is the 2 x 4 mesh.
 //   --steps N: train N steps (no threshold check unless N is the default).
+//   --save DIR [--save-every N]: save a checkpoint (ts::checkpoint: the parameters, both Adam
+//   moments, the step count and the data generator's state) under DIR every N steps, and
+//   after the last step; DIR/<step> holds each one (docs/checkpoints.md).
+//   --resume DIR: continue from DIR's newest checkpoint, on this run's mesh (a 2 x 4 save
+//   resumes on 2 x 2 and the reverse); --steps N is then the step to stop at.
+//   --losses FILE: write every step's loss, exactly ("<step> <loss as %.9g>" per line).
+//   --check-losses FILE [--tolerance T]: compare every step's loss with FILE's (a --losses
+//   file); exit code 1 if one differs by more than T relative (default 0: bitwise equal).
 //   --bf16: mixed precision on the 2 x 4 mesh (support/transformer_model.hpp: float master
 //   weights, bf16 products accumulated in float, bf16 attention probabilities), to the same
 //   loss threshold and the same collective budget (the gradients stay unreduced over "data"
@@ -27,15 +37,24 @@
 //
 // Every number printed but the timings is deterministic (fixed seeds; collectives sum in rank
 // order), so runs on the MPI backend can be compared with it.
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
+#include <typeshard/ops/checkpoint.hpp>
 #include <typeshard/typeshard.hpp>
 
 #include "support/print.hpp"
@@ -43,6 +62,7 @@
 
 namespace ts = typeshard;
 namespace tr = examples::transformer;
+namespace tc = ts::checkpoint;
 using examples::section;
 
 namespace {
@@ -56,6 +76,13 @@ constexpr double threshold = 0.05;  // ln(16) = 2.77 is chance
 std::string loss4(double v) {
   char s[32];
   std::snprintf(s, sizeof s, "%.4g", v);
+  return s;
+}
+
+// A float loss exactly (9 significant digits read back to the same float).
+std::string exact(float v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.9g", double(v));
   return s;
 }
 
@@ -153,8 +180,107 @@ void print_report(const ts::communication_report& r) {
             << "\n";
 }
 
+// ---- checkpoints (ts::checkpoint) ------------------------------------------------------------
+
+struct run_options {
+  std::size_t steps = default_steps;
+  std::string save, resume, losses, check_losses;  // directories and files; empty: none
+  std::size_t save_every = 0;                       // 0: after the last step only
+  double tolerance = 0;                             // of --check-losses; 0: bitwise
+};
+
+// The names of the parameters in a checkpoint, in params_t's order.
+constexpr const char* param_names[tr::param_count] = {
+    "E",           "P",         "block0/Wqkv", "block0/Wo", "block0/W1", "block0/W2",
+    "block1/Wqkv", "block1/Wo", "block1/W1",   "block1/W2", "Wout"};
+
+// The data generator's state as numbers: those of std::mt19937's text form (the standard's
+// 624 words; libstdc++ adds its position in them). rng_of is the inverse.
+ts::host_tensor<std::uint32_t, 1> rng_state(const std::mt19937& g) {
+  std::stringstream text;
+  text << g;
+  std::vector<std::uint32_t> words;
+  for (std::uint64_t w; text >> w;) words.push_back(static_cast<std::uint32_t>(w));
+  ts::host_tensor<std::uint32_t, 1> t({words.size()});
+  for (std::size_t i = 0; i < words.size(); ++i) t(i) = words[i];
+  return t;
+}
+
+std::mt19937 rng_of(const ts::host_tensor<std::uint32_t, 1>& t) {
+  std::stringstream text;
+  for (std::size_t i = 0; i < t.size(); ++i) text << t(i) << ' ';
+  std::mt19937 g;
+  if (!(text >> g))
+    throw std::runtime_error("transformer: the checkpoint's data/rng is not a generator state");
+  return g;
+}
+
+// Saves step `step` under root: the parameters ("params/<name>"), Adam's moments
+// ("adam/m/<name>", "adam/v/<name>", in their ZeRO update shards: each device writes its
+// 1/N), and the data generator's state ("data/rng", replicated: written once). The step
+// count is the checkpoint's step (Adam's bias correction and the batches continue from it).
+template <class Mesh>
+void save_checkpoint(const std::string& root, std::size_t step, const ts::device_mesh<Mesh>& mesh,
+                     const tr::params_t<Mesh>& params, const tr::optimizer<Mesh>& adam,
+                     const std::mt19937& data_rng) {
+  std::vector<tc::item> items;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (items.emplace_back(std::string("params/") + param_names[I], std::get<I>(params)), ...);
+    (items.emplace_back(std::string("adam/m/") + param_names[I], std::get<I>(adam.state).m), ...);
+    (items.emplace_back(std::string("adam/v/") + param_names[I], std::get<I>(adam.state).v), ...);
+  }(std::make_index_sequence<tr::param_count>{});
+  const auto rng = ts::device_put<ts::spec<ts::none>>(mesh, rng_state(data_rng));
+  items.emplace_back("data/rng", rng);
+  tc::save(root, step, items);
+}
+
+// Loads root's newest checkpoint onto `mesh` (whatever mesh saved it: each device reads the
+// boxes of its own shards) into params, adam and data_rng; returns its step.
+template <class Mesh>
+std::size_t resume(const std::string& root, const ts::device_mesh<Mesh>& mesh,
+                   tr::params_t<Mesh>& params, tr::optimizer<Mesh>& adam,
+                   std::mt19937& data_rng) {
+  const std::optional<std::uint64_t> step = tc::latest_step(root);
+  if (!step) throw std::runtime_error("transformer: no checkpoint under " + root);
+  const auto dir = tc::step_path(root, *step);
+  const auto load = [&]<class A>(std::type_identity<A>, const std::string& name) {
+    return tc::load<typename A::spec, typename A::value_type, A::rank>(dir, name, mesh);
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((std::get<I>(params) = load(std::type_identity<std::tuple_element_t<I, tr::params_t<Mesh>>>{},
+                                 std::string("params/") + param_names[I])),
+     ...);
+    ((std::get<I>(adam.state).m =
+          load(std::type_identity<typename std::tuple_element_t<
+                   I, decltype(adam.state)>::shard_type>{},
+               std::string("adam/m/") + param_names[I])),
+     ...);
+    ((std::get<I>(adam.state).v =
+          load(std::type_identity<typename std::tuple_element_t<
+                   I, decltype(adam.state)>::shard_type>{},
+               std::string("adam/v/") + param_names[I])),
+     ...);
+  }(std::make_index_sequence<tr::param_count>{});
+  adam.set_step(*step);
+  data_rng =
+      rng_of(ts::to_host(tc::load<ts::spec<ts::none>, std::uint32_t, 1>(dir, "data/rng", mesh)));
+  return *step;
+}
+
+// The losses of a --losses file, by step.
+std::map<std::size_t, float> read_losses(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("transformer: cannot read " + file);
+  std::map<std::size_t, float> out;
+  std::size_t step;
+  std::string loss;
+  while (in >> step >> loss) out[step] = std::strtof(loss.c_str(), nullptr);
+  return out;
+}
+
 template <bool Bf16, class Mesh>
-int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
+int train(const ts::device_mesh<Mesh>& mesh, const run_options& opt) {
+  const std::size_t steps = opt.steps;
   const tr::config c;
   std::cout << "vocabulary " << c.vocab << ", sequence " << c.seq << ", d_model " << c.d_model
             << ", " << tr::heads << " heads of " << c.d_model / tr::heads << ", MLP hidden "
@@ -164,19 +290,27 @@ int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
   section("1", "The shardings and each layer's plan");
   print_plans<Mesh>();
 
+  std::optional<std::ofstream> losses_out;  // --losses
+  if (!opt.losses.empty()) losses_out.emplace(opt.losses);
+  const std::map<std::size_t, float> expected =  // --check-losses
+      opt.check_losses.empty() ? std::map<std::size_t, float>{} : read_losses(opt.check_losses);
+  double worst = 0;  // of the losses against --check-losses
   // doc-snippet: transformer_step
-  auto params = tr::put_params(mesh, tr::init_params(c, 1));
+  auto params = tr::init_params(mesh, c, 1);  // ts::random: each device draws its own shards
   tr::optimizer<Mesh> adam(params, {.lr = 1e-2});
   std::mt19937 data_rng(7);
+  const std::size_t start =  // --resume: parameters, moments, step and data from a checkpoint
+      opt.resume.empty() ? 0 : resume(opt.resume, mesh, params, adam, data_rng);
   double last = 0;
-  for (std::size_t s = 0; s < steps; ++s) {
+  for (std::size_t s = start; s < steps; ++s) {
     const auto batch = tr::put_inputs(mesh, c, tr::make_batch(c, data_rng));
     std::optional<ts::communication_recorder> recorder;  // the first step's collectives
-    if (s == 0) recorder.emplace();
+    if (s == start) recorder.emplace();
     const auto [loss, grads] = tr::value_and_grads<Bf16>(params, batch);  // ts::value_and_grad
     adam.update(params, grads);  // reduce-scatter over "data", update, all-gather
     // doc-snippet-end
-    if (s == 0) {
+    if (s == start) {
+      if (start != 0) std::cout << "resumed from " << opt.resume << " at step " << start << "\n";
       const ts::communication_report report = recorder->report();
       recorder.reset();
       section("2", "The collectives of one training step (ts::communication_recorder)");
@@ -198,8 +332,37 @@ int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
       print_gradient<10>("Wout", grads);
       section("4", "Training");
     }
-    last = ts::to_host(loss)(0);
+    const float loss_value = ts::to_host(loss)(0);
+    last = loss_value;
     if (s % 5 == 0 || s + 1 == steps) std::cout << "step " << s << ": loss " << loss4(last) << "\n";
+    if (losses_out) *losses_out << s << ' ' << exact(loss_value) << '\n';
+    if (!expected.empty()) {
+      const auto e = expected.find(s);
+      if (e == expected.end()) {
+        std::cerr << "transformer: " << opt.check_losses << " has no loss for step " << s << "\n";
+        return 1;
+      }
+      const double want = e->second;
+      const double d = std::abs(double(loss_value) - want) / std::abs(want);
+      worst = std::max(worst, d);  // 0 only where the floats are equal
+    }
+    if (!opt.save.empty() && (s + 1 == steps || (opt.save_every && (s + 1) % opt.save_every == 0)))
+      save_checkpoint(opt.save, s + 1, mesh, params, adam, data_rng);
+  }
+  if (start >= steps) {
+    std::cerr << "transformer: the checkpoint is at step " << start << ", not before --steps "
+              << steps << "\n";
+    return 2;
+  }
+  if (!expected.empty()) {
+    std::cout << "losses of steps " << start << "-" << steps - 1 << " against " << opt.check_losses
+              << ": largest relative difference " << worst << " (tolerance " << opt.tolerance
+              << ")\n";
+    if (worst > opt.tolerance) {
+      std::cerr << "transformer: the losses differ from " << opt.check_losses << " by "
+                << worst << " relative, more than " << opt.tolerance << "\n";
+      return 1;
+    }
   }
   std::cout << "final loss " << loss4(last) << " after " << steps << " steps (threshold "
             << threshold << ")\n";
@@ -216,20 +379,35 @@ int train(const ts::device_mesh<Mesh>& mesh, std::size_t steps) {
 int main(int argc, char** argv) {
   std::string mesh_choice = "2x4";
   if (const char* env = std::getenv("TYPESHARD_TRANSFORMER_MESH")) mesh_choice = env;
-  std::size_t steps = default_steps;
+  run_options opt;
   bool bf16 = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--mesh" && i + 1 < argc) {
+    const bool value = i + 1 < argc;
+    if (arg == "--mesh" && value) {
       mesh_choice = argv[++i];
-    } else if (arg == "--steps" && i + 1 < argc) {
-      steps = std::stoul(argv[++i]);
+    } else if (arg == "--steps" && value) {
+      opt.steps = std::stoul(argv[++i]);
+    } else if (arg == "--save" && value) {
+      opt.save = argv[++i];
+    } else if (arg == "--save-every" && value) {
+      opt.save_every = std::stoul(argv[++i]);
+    } else if (arg == "--resume" && value) {
+      opt.resume = argv[++i];
+    } else if (arg == "--losses" && value) {
+      opt.losses = argv[++i];
+    } else if (arg == "--check-losses" && value) {
+      opt.check_losses = argv[++i];
+    } else if (arg == "--tolerance" && value) {
+      opt.tolerance = std::stod(argv[++i]);
     } else if (arg == "--bf16") {
       bf16 = true;
     } else {
       const bool help = arg == "--help" || arg == "-h";
       (help ? std::cout : std::cerr) << "usage: " << argv[0]
-                                     << " [--mesh 2x4|2x2] [--steps N] [--bf16]\n";
+                                     << " [--mesh 2x4|2x2] [--steps N] [--bf16] [--save DIR"
+                                     << " [--save-every N]] [--resume DIR] [--losses FILE]"
+                                     << " [--check-losses FILE [--tolerance T]]\n";
       return help ? 0 : 2;
     }
   }
@@ -240,15 +418,20 @@ int main(int argc, char** argv) {
 
   ts::cpu_devices devices{8};
 
-  if (mesh_choice == "2x2") {
-    using mesh_2x2 = ts::mesh<ts::axis("data", 2), ts::axis("model", 2)>;
-    if (bf16) {
-      std::cerr << "transformer: --bf16 runs on the 2x4 mesh only\n";
-      return 2;
+  try {  // a checkpoint's error (a missing or damaged file) ends the run with its message
+    if (mesh_choice == "2x2") {
+      using mesh_2x2 = ts::mesh<ts::axis("data", 2), ts::axis("model", 2)>;
+      if (bf16) {
+        std::cerr << "transformer: --bf16 runs on the 2x4 mesh only\n";
+        return 2;
+      }
+      return train<false>(ts::device_mesh<mesh_2x2>{devices, {0, 1, 2, 3}}, opt);
     }
-    return train<false>(ts::device_mesh<mesh_2x2>{devices, {0, 1, 2, 3}}, steps);
+    using mesh_2x4 = ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>;
+    if (bf16) return train<true>(ts::device_mesh<mesh_2x4>{devices}, opt);
+    return train<false>(ts::device_mesh<mesh_2x4>{devices}, opt);
+  } catch (const std::exception& e) {
+    std::cerr << "transformer: " << e.what() << "\n";
+    return 1;
   }
-  using mesh_2x4 = ts::mesh<ts::axis("data", 2), ts::axis("model", 4)>;
-  if (bf16) return train<true>(ts::device_mesh<mesh_2x4>{devices}, steps);
-  return train<false>(ts::device_mesh<mesh_2x4>{devices}, steps);
 }

@@ -87,36 +87,6 @@ struct host_params {
   std::vector<ts::host_tensor<float, 3>> qkv;   // one per block
 };
 
-inline ts::host_tensor<float, 2> normal2(std::size_t r, std::size_t c, float scale,
-                                         std::mt19937& rng) {
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  ts::host_tensor<float, 2> t({r, c});
-  for (float& v : t.values()) v = n(rng) * scale;
-  return t;
-}
-
-// Deterministic initialisation (std::mt19937 seeded `seed`): N(0, 1) scaled by 1 / sqrt(fan-in),
-// the residual branches' output projections further by 1 / sqrt(2 blocks).
-inline host_params init_params(const config& c, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  const float d = static_cast<float>(c.d_model), f = static_cast<float>(c.hidden);
-  const float branch = 1.0f / std::sqrt(2.0f * blocks);
-  host_params p;
-  p.mats.push_back(normal2(c.vocab, c.d_model, 1.0f, rng));  // E
-  p.mats.push_back(normal2(c.seq, c.d_model, 0.5f, rng));    // P
-  for (std::size_t b = 0; b < blocks; ++b) {
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    ts::host_tensor<float, 3> qkv({c.d_model, 3, c.d_model});
-    for (float& v : qkv.values()) v = n(rng) / std::sqrt(d);
-    p.qkv.push_back(std::move(qkv));
-    p.mats.push_back(normal2(c.d_model, c.d_model, branch / std::sqrt(d), rng));  // Wo
-    p.mats.push_back(normal2(c.d_model, c.hidden, 1.0f / std::sqrt(d), rng));     // W1
-    p.mats.push_back(normal2(c.hidden, c.d_model, branch / std::sqrt(f), rng));   // W2
-  }
-  p.mats.push_back(normal2(c.d_model, c.vocab, 1.0f / std::sqrt(d), rng));  // Wout
-  return p;
-}
-
 // ---- the data -----------------------------------------------------------------------------
 
 // The synthetic task: predict the previous token (the first position predicts token 0).
@@ -188,6 +158,67 @@ params_t<Mesh> put_params(const ts::device_mesh<Mesh>& m, const host_params& h) 
 }
 
 inline constexpr std::size_t param_count = 11;
+
+// ---- the initial parameters, drawn on the mesh ---------------------------------------------
+
+// The parameter of spec Spec and extents {rows, cols} (or {rows, 3, cols} for a fused QKV):
+// N(0, 1) drawn with key k by ts::random, each device drawing only its own shard, times scale.
+template <class Spec, class Mesh, std::size_t Rank>
+array_t<Mesh, Spec, Rank> normal_param(ts::random::prng_key k, const ts::device_mesh<Mesh>& m,
+                                       const ts::shape<Rank>& extents, float scale) {
+  return ts::random::normal<Spec>(k, m, extents) * scale;
+}
+
+// init_params(m, c, seed): the initial parameters drawn on the mesh with ts::random (one
+// subkey per parameter, split from ts::random::key(seed)): N(0, 1) scaled by 1 / sqrt(fan-in),
+// the residual branches' output projections further by 1 / sqrt(2 blocks). No parameter
+// passes through a host; the values depend on seed only, not on the mesh, so the 2 x 4 and
+// 2 x 2 runs and the serial check (1 x 1) start from the same parameters.
+template <class Mesh>
+params_t<Mesh> init_params(const ts::device_mesh<Mesh>& m, const config& c, std::uint64_t seed) {
+  const auto k = ts::random::split<param_count>(ts::random::key(seed));
+  const std::size_t D = c.d_model, F = c.hidden;
+  const float d = std::sqrt(static_cast<float>(D)), f = std::sqrt(static_cast<float>(F));
+  const float branch = 1.0f / std::sqrt(2.0f * blocks);
+  const auto block_params = [&](std::size_t i) {  // Wqkv, Wo, W1, W2: keys 2 + 4i ... 5 + 4i
+    const std::size_t j = 2 + 4 * i;
+    return std::tuple(normal_param<Wqkv_spec>(k[j], m, ts::shape<3>{D, 3, D}, 1.0f / d),
+                      normal_param<Wo_spec>(k[j + 1], m, ts::shape<2>{D, D}, branch / d),
+                      normal_param<W1_spec>(k[j + 2], m, ts::shape<2>{D, F}, 1.0f / d),
+                      normal_param<W2_spec>(k[j + 3], m, ts::shape<2>{F, D}, branch / f));
+  };
+  return std::tuple_cat(
+      std::tuple(normal_param<rep2>(k[0], m, ts::shape<2>{c.vocab, D}, 1.0f),   // E
+                 normal_param<rep2>(k[1], m, ts::shape<2>{c.seq, D}, 0.5f)),    // P
+      block_params(0), block_params(1),
+      std::tuple(normal_param<rep2>(k[10], m, ts::shape<2>{D, c.vocab}, 1.0f / d)));  // Wout
+}
+
+// to_host_params(p): the host copies of parameters p (a params_t; the serial checks nudge them).
+template <class Params>
+host_params to_host_params(const Params& p) {
+  host_params h;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    const auto add = [&](const auto& w) {
+      if constexpr (std::remove_cvref_t<decltype(w)>::rank == 3)
+        h.qkv.push_back(ts::to_host(w));
+      else
+        h.mats.push_back(ts::to_host(w));
+    };
+    (add(std::get<I>(p)), ...);
+  }(std::make_index_sequence<param_count>{});
+  return h;
+}
+
+// init_params(c, seed): the same parameters as init_params(m, c, seed) on any mesh, on the host
+// (drawn on one simulated device), for code that changes them before put_params. (A template,
+// so that only a program calling it compiles the one-device mesh.)
+template <class = void>
+host_params init_params(const config& c, std::uint64_t seed) {
+  using mesh_1x1 = ts::mesh<ts::axis("data", 1), ts::axis("model", 1)>;
+  ts::cpu_devices one_device{1};
+  return to_host_params(init_params(ts::device_mesh<mesh_1x1>{one_device}, c, seed));
+}
 
 // ---- the communication budget of one training step ------------------------------------------
 
@@ -338,6 +369,13 @@ struct optimizer {
   ts::adam_options options;
 
   optimizer(const params& p, ts::adam_options o) : state(init(p)), options(o) {}
+
+  // The steps taken (every parameter's state counts the same: they update together). A
+  // checkpoint saves it beside the moments (state's m and v); set_step restores it.
+  std::size_t step() const { return std::get<0>(state).step; }
+  void set_step(std::size_t s) {
+    std::apply([&](auto&... each) { ((each.step = s), ...); }, state);
+  }
 
   template <class Grads>
   void update(params& p, const Grads& g) {

@@ -3,7 +3,8 @@
 // equal, over random extents (uneven, empty); the plan moves exactly the bytes whose owner
 // changes (checked element by element against the layouts) and keeps the rest; besides the
 // target's blocks the move allocates only bookkeeping, never a host copy of the array (this
-// file counts operator new).
+// file counts operator new); a ts::communication_recorder reports the move (its move records,
+// or the message schedule's permutes) with exactly the bytes that change owner.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -194,7 +195,14 @@ TEST_CASE("device_put moves arrays between meshes of other types, devices and sp
 
     const auto b8 = ts::device_put<ts::spec<ts::axes("data", "model")>>(b, all);
     require_same(b8, b);
+    ts::communication_recorder rec;  // a move's report: the bytes that change owner
     const auto bh = ts::device_put<ts::spec<"y", "x", ts::none>>(b8, high);  // 4 other devices
+    const ts::communication_report report = rec.report();
+    REQUIRE(report.count(ts::collective_kind::move) == 1);  // position 0's part
+    REQUIRE(report.size() == 1);
+    REQUIRE(report.devices_observed() == 4);
+    REQUIRE(report.total_bytes_received() ==
+            ts::plan_device_put<ts::spec<"y", "x", ts::none>>(b8, high).bytes_moved());
     require_same(bh, b);
     check_plan(ts::plan_device_put<ts::spec<"y", "x", ts::none>>(b8, high), b8, bh);
     // The same mesh type onto another device set: reshard's move, the same values.
@@ -218,6 +226,20 @@ TEST_CASE("a move keeps boxes on their device and prints its plan", "[move]") {
   require_same(ts::device_put<ts::spec<"a">>(a, half), a);
   const auto spread = ts::plan_device_put<ts::spec<ts::none, "a">>(a, half);
   REQUIRE(spread.bytes_moved() == 2 * 3 * 2 * sizeof(float));  // the quarter each lacks, twice
+  {
+    ts::communication_recorder rec;  // each target device's part, as a move record
+    const auto moved = ts::device_put<ts::spec<ts::none, "a">>(a, half);
+    const ts::communication_report r = rec.report();
+    INFO(r);
+    REQUIRE(r.size() == 1);
+    REQUIRE(r.collectives()[0].name() == "move");
+    REQUIRE(r.collectives()[0].axes == "move to other devices");
+    REQUIRE(r.collectives()[0].block_bytes == 6 * 2 * sizeof(float));
+    REQUIRE(r.collectives()[0].bytes_received == 3 * 2 * sizeof(float));
+    REQUIRE(r.devices_observed() == 2);
+    REQUIRE(r.total_bytes_received() == spread.bytes_moved());
+    require_same(moved, a);
+  }
   REQUIRE(spread.describe() ==
           "move NamedSharding(mesh=Mesh('x': 2, 'y': 2), spec=PartitionSpec('x', None)) -> "
           "NamedSharding(mesh=Mesh('a': 2), spec=PartitionSpec(None, 'a')): 4 transfers, 2 "
@@ -278,9 +300,17 @@ TEST_CASE("the message schedule (MPI's) moves the same values on the thread pool
           REQUIRE(plan.transfers[round[i]].from_device != plan.transfers[round[j]].from_device);
           REQUIRE(plan.transfers[round[i]].to_device != plan.transfers[round[j]].to_device);
         }
-    return R(ts::adopt_shards, target_array.device_mesh(), a.extents(),
-             ts::detail::run_move_by_messages<typename R::value_type, R::rank>(
-                 plan, from, to, a.extents(), *a.shared_shards()));
+    // The rounds are permutes, which a recorder sees: the bytes received, over every
+    // device, are those that change owner.
+    ts::communication_recorder rec;
+    R moved(ts::adopt_shards, target_array.device_mesh(), a.extents(),
+            ts::detail::run_move_by_messages<typename R::value_type, R::rank>(
+                plan, from, to, a.extents(), *a.shared_shards()));
+    const ts::communication_report report = rec.report();
+    REQUIRE(report.count(ts::collective_kind::permute, "move to other devices") ==
+            ts::detail::move_rounds(plan).size());
+    REQUIRE(report.total_bytes_received() == plan.bytes_moved());
+    return moved;
   };
   for (int round = 0; round < 6; ++round) {
     const ts::shape<2> e2{random_extent(rng), random_extent(rng)};

@@ -18,8 +18,11 @@ namespace typeshard {
 // header (it reports to the observer), so this header cannot include backend.hpp.
 enum class reduce_op : unsigned char;
 
-// collective_kind: which backend primitive ran.
-enum class collective_kind : unsigned char { all_gather, reduce_scatter, all_reduce, all_to_all, permute };
+// collective_kind: which backend primitive ran; move: a device's part in a move between
+// device meshes in one process (ops/move.hpp: copies of the boxes it needs, no collective).
+enum class collective_kind : unsigned char {
+  all_gather, reduce_scatter, all_reduce, all_to_all, permute, move
+};
 
 constexpr const char* to_string(collective_kind k) {
   switch (k) {
@@ -28,6 +31,7 @@ constexpr const char* to_string(collective_kind k) {
     case collective_kind::all_reduce: return "all_reduce";
     case collective_kind::all_to_all: return "all_to_all";
     case collective_kind::permute: return "permute";
+    case collective_kind::move: return "move";
   }
   return "?";
 }
@@ -41,11 +45,12 @@ struct collective_event {
   std::size_t group_size = 0;
   // The device's block the collective acts on: all_reduce its whole block, all_gather the
   // gathered block, reduce_scatter the block before it is scattered, all_to_all and permute
-  // the block sent.
+  // the block sent, move the target block assembled.
   std::size_t block_bytes = 0;
   // What the device receives with a bandwidth-optimal algorithm (the scaling book's
   // counts): (n-1)/n of the block for all_gather, reduce_scatter and all_to_all, 2(n-1)/n for
-  // all_reduce, the received piece for permute. The backend's actual algorithm may move more.
+  // all_reduce, the received piece for permute, for move the bytes of its target block that
+  // come from other devices (change owner). The backend's actual algorithm may move more.
   std::size_t bytes_received = 0;
   double seconds = 0;  // from the call to its return on this device, waiting for peers included
 };

@@ -37,6 +37,7 @@
 #include "../array/device_mesh.hpp"
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
+#include "../core/diagnostics.hpp"
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
 #include "../core/layout.hpp"
@@ -47,12 +48,25 @@
 namespace typeshard::checkpoint {
 
 // item: one named array of a checkpoint (any element type with a safetensors dtype, any
-// mesh, spec and rank; fully reduced). Keeps the array's shards alive until the save ends.
+// mesh, spec and rank; fully reduced: rule 3). Keeps the array's shards alive until the save
+// ends.
 class item {
  public:
   template <sharded_array_type A>
-    requires(std::remove_cvref_t<A>::unreduced_type::empty)
   item(std::string name, const A& a) {
+    if constexpr (!A::unreduced_type::empty) {
+      static_assert(typeshard::detail::require<
+                    false, diagnostic::checkpoint_unreduced<typename A::unreduced_type>>::value);
+    } else {
+      init(std::move(name), a);
+    }
+  }
+
+  const detail::saved_array& saved() const { return s_; }
+
+ private:
+  template <sharded_array_type A>
+  void init(std::string name, const A& a) {
     using T = typename A::value_type;
     using Mesh = typename A::mesh_type;
     constexpr std::size_t Rank = A::rank;
@@ -78,9 +92,6 @@ class item {
     }
   }
 
-  const detail::saved_array& saved() const { return s_; }
-
- private:
   detail::saved_array s_;
 };
 

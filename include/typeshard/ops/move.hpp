@@ -19,6 +19,7 @@
 
 #include "../array/device_mesh.hpp"
 #include "../array/sharded_array.hpp"
+#include "../core/diagnostics.hpp"
 #include "../core/mesh.hpp"
 #include "../core/spec.hpp"
 #include "detail/move_blocks.hpp"
@@ -41,14 +42,20 @@ template <spec_type Spec, sharded_array_type A, mesh_type Target>
 }
 
 // device_put<Spec>(a, target): the same values on device mesh `target` (any mesh type),
-// sharded by Spec; a must be fully reduced (reshard or psum it first).
+// sharded by Spec. Onto the same mesh type this is reshard<Spec>(a, target), which reduces a
+// partial sum; onto another mesh type a must be fully reduced (rule 3: reshard or psum it
+// first).
 template <spec_type Spec, sharded_array_type A, mesh_type Target>
-  requires(A::unreduced_type::empty)
 [[nodiscard]] auto device_put(const A& a, const device_mesh<Target>& target) {
-  if constexpr (std::is_same_v<typename A::mesh_type, Target>)
+  if constexpr (std::is_same_v<typename A::mesh_type, Target>) {
     return reshard<Spec>(a, target);  // same devices: collectives; others: the move below
-  else
+  } else if constexpr (!A::unreduced_type::empty) {
+    static_assert(detail::require<false, diagnostic::move_unreduced<
+                                             typename A::unreduced_type>>::value);
+    return a;  // the diagnostic fired; stop here so nothing cascades
+  } else {
     return detail::move_array<Spec>(a, target);
+  }
 }
 
 }  // namespace typeshard

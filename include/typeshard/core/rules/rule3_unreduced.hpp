@@ -3,7 +3,7 @@
 //
 // Checked in: ops/elementwise.hpp (linear_zip, map), ops/reshard.hpp (ts::psum),
 // plan/reshard_plan.hpp (check_reshard), plan/matmul_plan.hpp (the planner's problems),
-// array/sharded_array.hpp (to_host).
+// array/sharded_array.hpp (to_host), ops/move.hpp and ops/checkpoint.hpp (the last two).
 // Compile-fail tests: tests/compile_fail/rule3_*.cpp, rule2_unreduced_operand.cpp. Table:
 // docs/rules.md.
 // Each message is a class template in ts::diagnostic whose fire() holds the static_assert;
@@ -102,6 +102,32 @@ struct to_host_unreduced {
                   "typeshard: rule 3 (unreduced): to_host of a value that is still a partial sum "
                   "over some mesh axis; fix: reduce it first with ts::reshard<Spec>(x) or "
                   "ts::psum<\"axis\">(x)");
+    return true;
+  }
+};
+
+// ts::device_put<Spec>(x, mesh) onto another mesh type (ops/move.hpp): the move copies boxes
+// of the shards, it does not sum partial sums.
+template <class Unreduced>
+struct move_unreduced {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<Unreduced>,
+                  "typeshard: rule 3 (unreduced): ts::device_put onto another mesh of a value "
+                  "that is still a partial sum over some mesh axis (a move copies shards, it "
+                  "does not sum them); fix: reduce it first with ts::reshard<Spec>(x) or "
+                  "ts::psum<\"axis\">(x), then move it");
+    return true;
+  }
+};
+
+// ts::checkpoint::save's item (ops/checkpoint.hpp): a checkpoint holds values, not partial sums.
+template <class Unreduced>
+struct checkpoint_unreduced {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<Unreduced>,
+                  "typeshard: rule 3 (unreduced): saving a checkpoint of a value that is still "
+                  "a partial sum over some mesh axis; fix: reduce it first with "
+                  "ts::reshard<Spec>(x) or ts::psum<\"axis\">(x), then save it");
     return true;
   }
 };

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -15,6 +17,7 @@
 #include "../../array/sharded_array.hpp"
 #include "../../array/detail/transfer.hpp"
 #include "../../backend/backend.hpp"
+#include "../../backend/collective_observer.hpp"
 #include "../../core/layout.hpp"
 #include "../../detail/buffer.hpp"
 
@@ -116,14 +119,37 @@ move_plan plan_move(const placement<Rank>& from, const placement<Rank>& to,
   return plan;
 }
 
+// Reports target position q's part in a move to the installed observer (ts::communication_
+// recorder): a collective_kind::move event of its block's bytes and of those it receives
+// from other devices, timed from `start`.
+TYPESHARD_COLD TYPESHARD_NOINLINE inline void report_move(
+    collective_observer& observer, const move_plan& plan, std::size_t q, std::size_t group_size,
+    std::size_t block_bytes, std::chrono::steady_clock::time_point start) {
+  collective_event e;
+  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  e.kind = collective_kind::move;
+  e.axes = "move to other devices";
+  e.position = q;
+  e.group_size = group_size;
+  e.block_bytes = block_bytes;
+  for (const move_transfer& t : plan.transfers)
+    if (t.to_position == q && t.moves()) e.bytes_received += t.bytes;
+  observer.observe(e);
+}
+
 // Runs `plan` where every source block is in this process's memory: each target device
-// allocates its block and copies its boxes from the source blocks.
+// allocates its block and copies its boxes from the source blocks. With a recorder
+// installed, each target device reports a move event (report_move).
 template <class T, std::size_t Rank>
 TYPESHARD_NOINLINE std::vector<buffer<T>> run_move_in_process(
     const move_plan& plan, const placement<Rank>& from, const placement<Rank>& to,
     const shape<Rank>& global, const std::vector<buffer<T>>& source) {
   std::vector<buffer<T>> out(to.mesh.size);
+  collective_observer* const observer =
+      installed_collective_observer.load(std::memory_order_acquire);
   to.b.run(to.devices, [&](std::size_t q) {
+    const auto start = observer ? std::chrono::steady_clock::now()
+                                : std::chrono::steady_clock::time_point{};
     const index_slices<Rank> target = index_of(to.mesh, to.spec, global, q);
     shape<Rank> t_origin{}, t_local{};
     box_of(target, t_origin, t_local);
@@ -143,6 +169,7 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> run_move_in_process(
       copy_box<T, Rank>(source[t.from_position].data(), s_local, src_at, block.data(), t_local,
                         dst_at, extent);
     }
+    if (observer) report_move(*observer, plan, q, to.mesh.size, count * sizeof(T), start);
     out[q] = std::move(block);
   });
   return out;
@@ -182,7 +209,8 @@ inline std::vector<std::vector<std::size_t>> move_rounds(const move_plan& plan) 
 // of the source and target devices, each round one permute in which a device sends the box
 // packed from its source block (one transfer buffer) and receives one into its target block;
 // boxes that stay on their device are copied locally. No process holds more than its own
-// blocks and one box in flight each way.
+// blocks and one box in flight each way. A recorder sees the rounds' permutes ("move to other
+// devices"), whose bytes received add up, per device, to report_move's.
 template <class T, std::size_t Rank>
 TYPESHARD_NOINLINE std::vector<buffer<T>> run_move_by_messages(
     const move_plan& plan, const placement<Rank>& from, const placement<Rank>& to,
