@@ -114,6 +114,15 @@ TYPESHARD_CMATH_FUNCTOR(tanh);
 TYPESHARD_CMATH_FUNCTOR(sqrt);
 #undef TYPESHARD_CMATH_FUNCTOR
 
+// static_cast<U>, one element (ts::astype).
+template <class U>
+struct convert_to {
+  template <class T>
+  U operator()(const T& v) const {
+    return static_cast<U>(v);
+  }
+};
+
 inline constexpr negate_t negate{};
 inline constexpr abs_t abs{};
 inline constexpr relu_t relu{};

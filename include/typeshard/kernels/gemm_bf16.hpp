@@ -27,6 +27,7 @@
 #include "detail/gemm_pack_bf16.hpp"
 #include "gemm_blocked.hpp"
 #include "gemm_isa.hpp"
+#include "vector_math.hpp"
 
 namespace typeshard::kernels {
 
@@ -123,16 +124,26 @@ inline void gemm_bf16(std::size_t m, std::size_t n, std::size_t k, const bfloat1
   detail::gemm_bf16_at(gemm_isa_active(), m, n, k, a, lda, b, ldb, c, ldc, accumulate, ops);
 }
 
+namespace detail {
+// The float result of a bfloat16-C product: this thread's scratch, kept between calls (no
+// allocation, zero fill or page fault once it is large enough), as the packing buffers are.
+inline float* wide_result_scratch(std::size_t n) {
+  thread_local pack_buffer<float> kept;
+  return kept.reserve(n);
+}
+}  // namespace detail
+
 // bfloat16 C: the float result (plus C, when accumulating) rounded once.
 inline void gemm_bf16(std::size_t m, std::size_t n, std::size_t k, const bfloat16* a,
                       std::size_t lda, const bfloat16* b, std::size_t ldb, bfloat16* c,
                       std::size_t ldc, bool accumulate = false, gemm_ops ops = {}) {
   if (m == 0 || n == 0) return;
-  std::vector<float> wide = accumulate ? detail::widen_bf16(m, n, c, ldc)
-                                       : std::vector<float>(m * n);
-  gemm_bf16(m, n, k, a, lda, b, ldb, wide.data(), n, accumulate, ops);
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = bfloat16(wide[i * n + j]);
+  float* const wide = detail::wide_result_scratch(m * n);
+  if (accumulate)
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) wide[i * n + j] = float(c[i * ldc + j]);
+  gemm_bf16(m, n, k, a, lda, b, ldb, wide, n, accumulate, ops);
+  for (std::size_t i = 0; i < m; ++i) to_bfloat16(wide + i * n, c + i * ldc, n);
 }
 
 }  // namespace typeshard::kernels

@@ -22,14 +22,9 @@
 namespace typeshard {
 
 namespace detail {
-// static_cast<U>, one element.
+// static_cast<U>, one element (kernels/functors.hpp).
 template <class U>
-struct convert_to {
-  template <class T>
-  U operator()(const T& v) const {
-    return static_cast<U>(v);
-  }
-};
+using convert_to = fn::convert_to<U>;
 }  // namespace detail
 
 // astype<U>(x): x with every element converted to U.

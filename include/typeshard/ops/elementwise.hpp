@@ -34,6 +34,7 @@
 #include "../array/block_elementwise.hpp"
 #include "../array/sharded_array.hpp"
 #include "../kernels/functors.hpp"
+#include "../kernels/vector_math.hpp"
 #include "../core/rules/rule3_unreduced.hpp"
 #include "../core/rules/rule5_elementwise.hpp"
 #include "detail/broadcast.hpp"
@@ -47,7 +48,8 @@ namespace detail {
 // mesh, spec and extents of a program (f is a functor of kernels/functors.hpp, the same
 // type wherever the operation is used), kept out of line (TYPESHARD_NOINLINE).
 
-// out[p][i] = f(in[p][i]) on the device of every mesh position.
+// out[p][i] = f(in[p][i]) on the device of every mesh position (kernels::map_elements: a
+// vector loop for the functors that have one).
 template <class R, class T, class F>
 TYPESHARD_NOINLINE std::vector<buffer<R>> map_blocks_on(backend& b,
                                                         std::span<const device_id> devices,
@@ -56,8 +58,7 @@ TYPESHARD_NOINLINE std::vector<buffer<R>> map_blocks_on(backend& b,
   b.run(devices, [&](std::size_t p) {
     const std::span<const T> x = in[p].span();
     buffer<R> r(x.size());
-    R* o = r.data();
-    for (std::size_t i = 0; i < x.size(); ++i) o[i] = f(x[i]);
+    kernels::map_elements(f, x.data(), r.data(), x.size());
     out[p] = std::move(r);
   });
   return out;
@@ -74,8 +75,7 @@ TYPESHARD_NOINLINE std::vector<buffer<R>> zip_blocks_on(backend& b,
     const std::span<const T1> x = xs[p].span();
     const std::span<const T2> y = ys[p].span();
     buffer<R> r(x.size());
-    R* o = r.data();
-    for (std::size_t i = 0; i < x.size(); ++i) o[i] = f(x[i], y[i]);
+    kernels::zip_elements(f, x.data(), y.data(), r.data(), x.size());
     out[p] = std::move(r);
   });
   return out;

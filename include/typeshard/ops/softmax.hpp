@@ -27,6 +27,7 @@
 #include "../core/detail/mesh_group.hpp"
 #include "../detail/buffer.hpp"
 #include "../kernels/functors.hpp"
+#include "../kernels/vector_math.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "detail/collective_calls.hpp"
 
@@ -46,6 +47,63 @@ namespace detail {
 template <class T>
 using softmax_accumulator = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
 
+// Rows along the last dimension (inner == 1) with float arithmetic: a row kernel over the
+// contiguous row, with kernels::exp_sum (vectorised exp, the row sum accumulated in vector
+// lanes); bfloat16 rows go through a float copy of one row. Returns false (nothing done) for
+// other layouts and types.
+template <class T, class A>
+bool softmax_rows_contiguous(step_kind kind, std::size_t reductions, const T* x, T* out,
+                             std::size_t rows, std::size_t n, A* max, A* sum, bool log) {
+  if constexpr (!std::is_same_v<A, float>) {
+    return false;
+  } else {
+    buffer<float> row;
+    if constexpr (!std::is_same_v<T, float>) row = buffer<float>(n);
+    // The row as floats: x itself, or its float copy in `row`.
+    const auto as_float = [&](std::size_t r) -> const float* {
+      if constexpr (std::is_same_v<T, float>) {
+        return x + r * n;
+      } else {
+        for (std::size_t k = 0; k < n; ++k) row.data()[k] = static_cast<float>(x[r * n + k]);
+        return row.data();
+      }
+    };
+    if (kind == step_kind::local_reduce && reductions == 0) {  // the row maximum
+      for (std::size_t r = 0; r < rows; ++r) {
+        float m = -std::numeric_limits<float>::infinity();
+        for (std::size_t k = 0; k < n; ++k) m = fn::maximum(m, static_cast<float>(x[r * n + k]));
+        max[r] = m;
+      }
+    } else if (kind == step_kind::local_reduce) {  // the row sum of exp(x - max)
+      // float rows: the exponentials go to `out` (overwritten by the last step); bfloat16
+      // rows: to the scratch row, recomputed in the last step (out holds bfloat16 only).
+      for (std::size_t r = 0; r < rows; ++r) {
+        float* y = row.data();
+        if constexpr (std::is_same_v<T, float>) y = out + r * n;
+        sum[r] = n == 0 ? 0.0f : kernels::exp_sum(as_float(r), max[r], y, n);
+      }
+    } else if (log) {  // (x - max) - log(sum)
+      for (std::size_t r = 0; r < rows; ++r) {
+        const float m = max[r], l = std::log(sum[r]);
+        for (std::size_t k = 0; k < n; ++k)
+          out[r * n + k] = static_cast<T>((static_cast<float>(x[r * n + k]) - m) - l);
+      }
+    } else {  // exp(x - max) / sum
+      for (std::size_t r = 0; r < rows; ++r) {
+        const float z = sum[r];
+        if constexpr (std::is_same_v<T, float>) {
+          float* y = out + r * n;  // exp(x - max), from the sum's step
+          for (std::size_t k = 0; k < n; ++k) y[k] = y[k] / z;
+        } else {
+          (void)kernels::exp_sum(as_float(r), max[r], row.data(), n);
+          for (std::size_t k = 0; k < n; ++k) out[r * n + k] = static_cast<T>(row.data()[k] / z);
+        }
+      }
+    }
+    return true;
+  }
+}
+
 template <class Plan, class T, class Mesh, std::size_t Rank>
 void softmax_block(backend& b, std::size_t p, const T* x, const shape<Rank>& s, T* out) {
   using A = softmax_accumulator<T>;
@@ -59,6 +117,13 @@ void softmax_block(backend& b, std::size_t p, const T* x, const shape<Rank>& s, 
   buffer<A> max(rows), sum(rows);
   std::size_t reductions = 0;
   for (const step<Rank>& st : Plan::steps) {
+    if ((st.kind == step_kind::local_reduce || st.kind == step_kind::local_elementwise) &&
+        inner == 1 &&
+        softmax_rows_contiguous(st.kind, reductions, x, out, rows, n, max.data(), sum.data(),
+                                Plan::log)) {
+      if (st.kind == step_kind::local_reduce) ++reductions;
+      continue;
+    }
     switch (st.kind) {
       case step_kind::local_reduce:
         if (reductions++ == 0) {  // the row maximum

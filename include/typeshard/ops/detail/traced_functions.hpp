@@ -42,6 +42,8 @@ struct chain_in_float {
     else
       return fn::chain_t<DF>{df}(g, x);
   }
+  // What it is on float elements (kernels::zip_elements picks its vector loop by it).
+  fn::chain_t<DF> float_form() const { return {df}; }
 };
 
 // y = f(x) of a traced x, f' given as the functor df: d x = g f'(x), one pass.
