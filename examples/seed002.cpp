@@ -19,7 +19,9 @@
 //      must fall, and match a serial run of the same model (same initialisation, same data,
 //      one thread, no typeshard) at every step; then trained again with ts::value_and_grad
 //      (the loss written once, forward only), which must give the hand-written pass's losses
-//      step by step and match the serial run too.
+//      step by step and match the serial run too. That run is JAX's
+//      jax.value_and_grad(loss)(params, x, t): the parameters one tree (a struct of layers),
+//      the gradients the same struct, the SGD step ts::sgd_update over the tree.
 // The exit code is 1 if any check fails.
 //
 // Positional shardings. PositionalSharding(devices).reshape(r, c) puts device r_i * c + c_j
@@ -60,6 +62,7 @@
 #include <utility>
 #include <vector>
 
+#include <boost/hana/define_struct.hpp>
 #include <typeshard/typeshard.hpp>
 
 #include "support/print.hpp"
@@ -252,13 +255,30 @@ auto sum_of_squared_errors(const P& p, const T& t) {
   return ts::sum<ts::spec<ts::none>>(squares);
 }
 
+// The MLP's parameters as one tree (ops/tree.hpp), JAX's `params`: a struct of four layers,
+// each a struct of its weight and bias. Both are Hana struct templates over their members'
+// types, in order, so that ts::value_and_grad(loss)(params, ...) returns the gradients as the
+// same structs over the gradients' types, and ts::sgd_update walks the tree leaf by leaf.
 template <class W, class B>
 struct layer {
-  W w;
-  B b;
+  BOOST_HANA_DEFINE_STRUCT(layer, (W, w), (B, b));
 };
 template <class W, class B>
 layer(W, B) -> layer<W, B>;
+
+template <class L1, class L2, class L3, class L4>
+struct mlp {
+  BOOST_HANA_DEFINE_STRUCT(mlp, (L1, l1), (L2, l2), (L3, l3), (L4, l4));
+};
+template <class L1, class L2, class L3, class L4>
+mlp(L1, L2, L3, L4) -> mlp<L1, L2, L3, L4>;
+
+// A model's layers in order, as a std::tuple of references (const as the model): the
+// hand-written backward pass walks them by index.
+template <class Model>
+auto layers(Model& model) {
+  return std::tie(model.l1, model.l2, model.l3, model.l4);
+}
 
 // init_model's layer [n_in, n_out] on a mesh, W sharded by WSpec and b as W's columns:
 // W ~ N(0, 1) / sqrt(n_in), b ~ N(0, 1), drawn with ts::random from key k (W with the first of
@@ -273,15 +293,15 @@ auto init_layer(ts::random::prng_key k, const ts::device_mesh<Mesh>& m, std::siz
                ts::random::normal<ts::spec<WSpec::dim(1)>>(kb, m, ts::shape<1>{n_out})};
 }
 
-// The four layers of init_model(key, layer_sizes) on a mesh, with the specs of W1 ... W4.
+// init_model(key, layer_sizes) on a mesh: the four layers, with the specs of W1 ... W4.
 template <class S1, class S2, class S3, class S4, class Mesh>
 auto init_model(ts::random::prng_key key, const ts::device_mesh<Mesh>& m,
                 const std::vector<std::size_t>& sizes) {
   const auto k = ts::random::split<4>(key);
-  return std::tuple(init_layer<S1>(k[0], m, sizes[0], sizes[1]),
-                    init_layer<S2>(k[1], m, sizes[1], sizes[2]),
-                    init_layer<S3>(k[2], m, sizes[2], sizes[3]),
-                    init_layer<S4>(k[3], m, sizes[3], sizes[4]));
+  return mlp{init_layer<S1>(k[0], m, sizes[0], sizes[1]),
+             init_layer<S2>(k[1], m, sizes[1], sizes[2]),
+             init_layer<S3>(k[2], m, sizes[2], sizes[3]),
+             init_layer<S4>(k[3], m, sizes[3], sizes[4])};
 }
 
 // g where the layer's output v was positive, else 0: the gradient through relu.
@@ -298,8 +318,8 @@ inline constexpr auto relu_derivative = [](float g, float v) { return v > 0.0f ?
 template <std::size_t I, class Params, class In, class Targets>
 auto backprop(const Params& params, const In& in, const Targets& targets, Params& next,
               float step_size, double& loss, bool explain) {
-  const auto& W = std::get<I>(params).w;
-  const auto& b = std::get<I>(params).b;
+  const auto& W = std::get<I>(layers(params)).w;
+  const auto& b = std::get<I>(layers(params)).b;
   using W_t = std::remove_cvref_t<decltype(W)>;
   using rows = typename In::spec;  // the batch's sharding is rows::dim(0)
   using z_spec = ts::spec<rows::dim(0), W_t::spec::dim(1)>;
@@ -309,7 +329,7 @@ auto backprop(const Params& params, const In& in, const Targets& targets, Params
               << ", z = a @ W:    " << ts::matmul_plan_for<In, W_t, z_spec>::describe() << "\n";
 
   const auto dz = [&] {
-    if constexpr (I + 1 == std::tuple_size_v<Params>) {
+    if constexpr (I + 1 == std::tuple_size_v<decltype(layers(params))>) {
       const float batch = static_cast<float>(in.extent(0));
       loss = ts::to_host(sum_of_squared_errors(z, targets))(0) / batch;
       return (z - targets) * (2.0f / batch);  // d loss / d prediction
@@ -322,7 +342,7 @@ auto backprop(const Params& params, const In& in, const Targets& targets, Params
   const auto dW = ts::matmul<typename W_t::spec>(ts::transpose(in), dz);
   // The sum over the batch, sharded as the columns: the data-parallel all-reduce.
   const auto db = ts::sum<ts::spec<dz_t::spec::dim(1)>, 0>(dz);
-  std::get<I>(next) = layer{W - dW * step_size, b - db * step_size};
+  std::get<I>(layers(next)) = layer{W - dW * step_size, b - db * step_size};
   if (explain)
     std::cout << "  layer " << I + 1 << ", dW = a.T @ dz: "
               << ts::matmul_plan_for<decltype(ts::transpose(in)), dz_t, typename W_t::spec>::describe()
@@ -342,11 +362,11 @@ auto backprop(const Params& params, const In& in, const Targets& targets, Params
 // The loss only (the notebook's loss_jit): the forward pass of backprop.
 template <std::size_t I, class Params, class In, class Targets>
 double loss_of(const Params& params, const In& in, const Targets& targets) {
-  const auto& W = std::get<I>(params).w;
-  const auto& b = std::get<I>(params).b;
+  const auto& W = std::get<I>(layers(params)).w;
+  const auto& b = std::get<I>(layers(params)).b;
   using W_t = std::remove_cvref_t<decltype(W)>;
   const auto z = ts::matmul<ts::spec<In::spec::dim(0), W_t::spec::dim(1)>>(in, W) + b;
-  if constexpr (I + 1 == std::tuple_size_v<Params>)
+  if constexpr (I + 1 == std::tuple_size_v<decltype(layers(params))>)
     return ts::to_host(sum_of_squared_errors(z, targets))(0) / double(in.extent(0));
   else
     return loss_of<I + 1>(params, ts::relu(z), targets);
@@ -371,54 +391,45 @@ std::vector<double> train(Params& params, const Batch& inputs, const Batch& targ
 }
 
 // doc-snippet: value_and_grad
-// The same MLP and loss written once, forward only, for ts::value_and_grad: each layer's
-// product names its output sharding as backprop's does (the rows as the input's, the columns
-// as the weight's); the loss is the summed squared error over the batch, divided by its size.
-// value_and_grad records each op's backward and runs the transposed ops, planned at compile
-// time like the forward ones.
-inline constexpr auto mlp_loss = [](auto w1, auto b1, auto w2, auto b2, auto w3, auto b3,
-                                    auto w4, auto b4, const auto& x, const auto& t) {
-  auto dense = [](const auto& a, const auto& w, const auto& b) {
+// The same MLP and loss written once, forward only, over the parameter tree (JAX's
+// `loss(params, batch)`): each layer's product names its output sharding as backprop's does
+// (the rows as the input's, the columns as the weight's); the loss is the summed squared error
+// over the batch, divided by its size. value_and_grad records each op's backward and runs the
+// transposed ops, planned at compile time like the forward ones.
+inline constexpr auto mlp_loss = [](const auto& params, const auto& x, const auto& t) {
+  auto dense = [](const auto& a, const auto& l) {
     using A = std::remove_cvref_t<decltype(a)>;
-    using W = std::remove_cvref_t<decltype(w)>;
-    return ts::matmul<ts::spec<A::spec::dim(0), W::spec::dim(1)>>(a, w) + b;
+    using W = std::remove_cvref_t<decltype(l.w)>;
+    return ts::matmul<ts::spec<A::spec::dim(0), W::spec::dim(1)>>(a, l.w) + l.b;
   };
-  const auto a1 = ts::relu(dense(x, w1, b1));
-  const auto a2 = ts::relu(dense(a1, w2, b2));
-  const auto a3 = ts::relu(dense(a2, w3, b3));
-  const auto e = dense(a3, w4, b4) - t;
+  const auto a1 = ts::relu(dense(x, params.l1));
+  const auto a2 = ts::relu(dense(a1, params.l2));
+  const auto a3 = ts::relu(dense(a2, params.l3));
+  const auto e = dense(a3, params.l4) - t;
   return ts::sum<ts::spec<ts::none>>(e * e) / static_cast<float>(x.extent(0));
 };
 
-// Trains with ts::value_and_grad, as train() does by hand. Each gradient has its parameter's
-// spec and is unreduced over the axes the backward contracted (the batch's): its type says
-// so, and ts::reshard to the parameter's spec is the all-reduce (DDP). The first step prints
-// two gradients' types.
+// Trains with ts::value_and_grad, as train() does by hand: jax.value_and_grad(loss)(params,
+// x, t), the gradients an mlp of layers like params. Each gradient has its parameter's spec
+// and is unreduced over the axes the backward contracted (the batch's): its type says so, and
+// ts::sgd_update reduces it to its parameter's spec (DDP's all-reduce) in the update's pass.
+// The first step prints two gradients' types.
 template <class Params, class Batch>
 std::vector<double> train_with_grad(Params& params, const Batch& inputs, const Batch& targets,
                                     std::size_t steps, float step_size) {
-  const auto loss_and_grads = ts::value_and_grad<0, 1, 2, 3, 4, 5, 6, 7>(mlp_loss);
-  auto sgd = [step_size](const auto& p, const auto& g) {
-    using P = std::remove_cvref_t<decltype(p)>;
-    return P(p - ts::reshard<typename P::spec>(g) * step_size);
-  };
   std::vector<double> losses;
   for (std::size_t s = 0; s < steps; ++s) {
-    auto& [l1, l2, l3, l4] = params;
-    const auto [loss, g] =
-        loss_and_grads(l1.w, l1.b, l2.w, l2.b, l3.w, l3.b, l4.w, l4.b, inputs, targets);
+    const auto [loss, grads] = ts::value_and_grad(mlp_loss)(params, inputs, targets);
     if (s == 0) {
-      using dW1 = std::remove_cvref_t<decltype(std::get<0>(g))>;
-      using dW2 = std::remove_cvref_t<decltype(std::get<2>(g))>;
+      using dW1 = std::remove_cvref_t<decltype(grads.l1.w)>;
+      using dW2 = std::remove_cvref_t<decltype(grads.l2.w)>;
+      static_assert(std::is_same_v<typename dW2::spec, typename decltype(params.l2.w)::spec>);
       std::cout << "  dW1: " << dW1::sharding_string() << ", unreduced "
                 << dW1::unreduced_type::to_string() << "\n  dW2: " << dW2::sharding_string()
                 << ", unreduced " << dW2::unreduced_type::to_string() << "\n";
     }
     losses.push_back(ts::to_host(loss)(0));
-    params = Params{layer{sgd(l1.w, std::get<0>(g)), sgd(l1.b, std::get<1>(g))},
-                    layer{sgd(l2.w, std::get<2>(g)), sgd(l2.b, std::get<3>(g))},
-                    layer{sgd(l3.w, std::get<4>(g)), sgd(l3.b, std::get<5>(g))},
-                    layer{sgd(l4.w, std::get<6>(g)), sgd(l4.b, std::get<7>(g))}};
+    params = ts::sgd_update(params, grads, step_size);  // w - step_size * g, leaf by leaf
   }
   losses.push_back(loss_of<0>(params, inputs, targets));
   return losses;
@@ -442,7 +453,7 @@ bool equal_parameters(const Params& params, const std::vector<host_layer>& h) {
       [&](const auto&... l) {
         ((same = same && ts::to_host(l.w) == h[i].w && ts::to_host(l.b) == h[i].b, ++i), ...);
       },
-      params);
+      layers(params));
   return same;
 }
 
@@ -464,7 +475,7 @@ void compare_runs(const std::string& what, const std::vector<double>& losses,
           ++i),
          ...);
       },
-      params);
+      layers(params));
   std::cout << what << ": loss " << losses.front() << " -> " << losses.back() << "; largest "
             << "relative difference from the serial run: loss " << worst << " (over "
             << losses.size() << " evaluations), parameters " << worst_w << " (tolerance "
@@ -736,7 +747,8 @@ int main(int argc, char** argv) {
     const auto to_host = [&](const auto&... l) {
       (params_host.push_back({ts::to_host(l.w), ts::to_host(l.b)}), ...);
     };
-    std::apply(to_host, init_model<P1, P1, P1, P1>(init_key, one, layer_sizes));
+    const auto model = init_model<P1, P1, P1, P1>(init_key, one, layer_sizes);
+    std::apply(to_host, layers(model));
   }
   std::mt19937 data_rng(0);  // the batch (the notebook draws it from the same key)
   const host_matrix inputs = normal(batch_size, layer_sizes.front(), data_rng);
@@ -822,9 +834,9 @@ int main(int argc, char** argv) {
     std::cout << "\n4-way batch data parallelism and 2-way model tensor parallelism\nbatch[0]:\n";
     ts::visualize(x_batch);
     std::cout << "W2:\n";
-    ts::visualize(std::get<1>(params).w);
+    ts::visualize(params.l2.w);
     std::cout << "W3:\n";
-    ts::visualize(std::get<2>(params).w);
+    ts::visualize(params.l3.w);
     std::cout << "loss_jit(params, batch) = " << loss_of<0>(params, x_batch, t_batch) << "\n";
     // Layer 2 is local (W2's columns give z2's); layer 3 contracts over the model axis (a2's
     // columns, W3's rows): a psum, as are the gradients of the weights sharded over it.
@@ -834,8 +846,8 @@ int main(int argc, char** argv) {
         examples::median_ms(1, [&] { losses = train(params, x_batch, t_batch, steps, step_size); });
     std::cout << "after " << steps << " steps: loss_jit(params, batch) = " << losses.back() << " ("
               << ms / steps << " ms per step)\nW2, W3 after training:\n";
-    ts::visualize(std::get<1>(params).w);
-    ts::visualize(std::get<2>(params).w);
+    ts::visualize(params.l2.w);
+    ts::visualize(params.l3.w);
     compare_runs("4-way data x 2-way tensor parallel", losses, serial_losses, params, serial_params,
                  tolerance);
     train_through_value_and_grad("4-way data x 2-way tensor parallel", params_g, x_batch, t_batch,
