@@ -7,10 +7,11 @@
 // 4 heads of 16, MLP hidden 256, 2 pre-norm blocks, batch 16. The task: predict the previous
 // token of a random sequence (fresh batches every step, std::mt19937 seeded 7). The
 // parameters are drawn on the mesh with ts::random (tr::init_params: each device draws only
-// its own shards, the same values on any mesh). The gradients
-// come from ts::value_and_grad; the optimizer is ZeRO-1 Adam (ts::zero_adam_update, lr 1e-2):
-// each gradient, unreduced over "data", is reduce-scattered over "data", the update runs on
-// each device's shard and the parameter is all-gathered back.
+// its own shards, the same values on any mesh). The parameters are one tree (tr::model_params,
+// ops/tree.hpp); the gradients come from ts::value_and_grad(loss)(params, batch), a tree of the
+// same shape; the optimizer is ZeRO-1 Adam over the tree (ts::adam_update, lr 1e-2): each
+// gradient, unreduced over "data", is reduce-scattered over "data", the update runs on each
+// device's shard and the parameter is all-gathered back.
 //
 // The program prints each layer's forward plan, the collectives of the first training step
 // (ts::communication_recorder) and the gradients' types once, then the loss every 5 steps. It

@@ -7,7 +7,9 @@
 // position embedding; `blocks` pre-norm blocks of causal multi-head attention and a GELU
 // (tanh form) MLP, each with a residual; a final LayerNorm, the projection to the vocabulary
 // and the mean cross-entropy (log_softmax). LayerNorms have no learned scale or bias and no
-// layer has a bias: fewer parameters, the same collectives.
+// layer has a bias: fewer parameters, the same collectives. The parameters are one tree
+// (model_params, a std::array of block_params: ops/tree.hpp), differentiated by one
+// ts::value_and_grad(loss)(params, in) and updated by ZeRO-1 Adam over the tree.
 //
 // Mixed precision (Bf16 = true: loss_bf16, value_and_grads<true>; examples/transformer.cpp
 // --bf16): the float parameters stay the master copy; every product casts its operands to
