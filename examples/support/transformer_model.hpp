@@ -368,7 +368,7 @@ auto value_and_grads(const params_t<Mesh>& p, const inputs<Mesh>& in) {
   return ts::value_and_grad(loss_fn<Bf16>{})(p, in);
 }
 
-// ---- the optimizer: ZeRO-1 Adam (ts::zero_adam_update) ------------------------------------
+// ---- the optimizer: ZeRO-1 Adam over the tree (ts::adam_update) ---------------------------
 
 // Each parameter's update shard: its spec with "data" on a dimension it leaves unsharded
 // (the gradient, unreduced over "data", is reduce-scattered there; the updated shard is
@@ -392,6 +392,7 @@ using update_specs = model_params<rep2_update, rep2_update,
 template <class Mesh>
 struct optimizer {
   using params = params_t<Mesh>;
+  static_assert(ts::tree_size<params> == param_count);
   using state_type =
       decltype(ts::zero_adam_init(std::declval<const params&>(), update_specs{}));
   state_type state;
