@@ -7,10 +7,11 @@
 // 4 heads of 16, MLP hidden 256, 2 pre-norm blocks, batch 16. The task: predict the previous
 // token of a random sequence (fresh batches every step, std::mt19937 seeded 7). The
 // parameters are drawn on the mesh with ts::random (tr::init_params: each device draws only
-// its own shards, the same values on any mesh). The gradients
-// come from ts::value_and_grad; the optimizer is ZeRO-1 Adam (ts::zero_adam_update, lr 1e-2):
-// each gradient, unreduced over "data", is reduce-scattered over "data", the update runs on
-// each device's shard and the parameter is all-gathered back.
+// its own shards, the same values on any mesh). The parameters are one tree (tr::model_params,
+// ops/tree.hpp); the gradients come from ts::value_and_grad(loss)(params, batch), a tree of the
+// same shape; the optimizer is ZeRO-1 Adam over the tree (ts::adam_update, lr 1e-2): each
+// gradient, unreduced over "data", is reduce-scattered over "data", the update runs on each
+// device's shard and the parameter is all-gathered back.
 //
 // The program prints each layer's forward plan, the collectives of the first training step
 // (ts::communication_recorder) and the gradients' types once, then the loss every 5 steps. It
@@ -150,9 +151,8 @@ void print_plans() {
   line("X += reshard<X's spec>(y): ", ts::reshard_plan_for<Y, tr::X_spec>::describe());
 }
 
-template <std::size_t I, class Grads>
-void print_gradient(const char* name, const Grads& g) {
-  using G = type_of<decltype(std::get<I>(g))>;
+template <class G>
+void print_gradient(const char* name, const G&) {
   std::cout << "  d" << name << ": " << G::sharding_string() << ", unreduced "
             << G::unreduced_type::to_string() << "\n";
 }
@@ -189,7 +189,7 @@ struct run_options {
   double tolerance = 0;                             // of --check-losses; 0: bitwise
 };
 
-// The names of the parameters in a checkpoint, in params_t's order.
+// The names of the parameters in a checkpoint, in the order of params_t's leaves.
 constexpr const char* param_names[tr::param_count] = {
     "E",           "P",         "block0/Wqkv", "block0/Wo", "block0/W1", "block0/W2",
     "block1/Wqkv", "block1/Wo", "block1/W1",   "block1/W2", "Wout"};
@@ -224,11 +224,19 @@ void save_checkpoint(const std::string& root, std::size_t step, const ts::device
                      const tr::params_t<Mesh>& params, const tr::optimizer<Mesh>& adam,
                      const std::mt19937& data_rng) {
   std::vector<tc::item> items;
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (items.emplace_back(std::string("params/") + param_names[I], std::get<I>(params)), ...);
-    (items.emplace_back(std::string("adam/m/") + param_names[I], std::get<I>(adam.state).m), ...);
-    (items.emplace_back(std::string("adam/v/") + param_names[I], std::get<I>(adam.state).v), ...);
-  }(std::make_index_sequence<tr::param_count>{});
+  // Each pass visits the leaves in the tree's order (param_names'): the parameter, its state.
+  const auto add = [&](const char* prefix, const auto& pick) {
+    std::size_t i = 0;
+    (void)ts::tree_map(
+        [&](const auto& w, const auto& s) {
+          items.emplace_back(std::string(prefix) + param_names[i++], pick(w, s));
+          return 0;
+        },
+        params, adam.state);
+  };
+  add("params/", [](const auto& w, const auto&) -> const auto& { return w; });
+  add("adam/m/", [](const auto&, const auto& s) -> const auto& { return s.m; });
+  add("adam/v/", [](const auto&, const auto& s) -> const auto& { return s.v; });
   const auto rng = ts::device_put<ts::spec<ts::none>>(mesh, rng_state(data_rng));
   items.emplace_back("data/rng", rng);
   tc::save(root, step, items);
@@ -243,24 +251,19 @@ std::size_t resume(const std::string& root, const ts::device_mesh<Mesh>& mesh,
   const std::optional<std::uint64_t> step = tc::latest_step(root);
   if (!step) throw std::runtime_error("transformer: no checkpoint under " + root);
   const auto dir = tc::step_path(root, *step);
-  const auto load = [&]<class A>(std::type_identity<A>, const std::string& name) {
-    return tc::load<typename A::spec, typename A::value_type, A::rank>(dir, name, mesh);
+  const auto load = [&]<class A>(A& into, const std::string& name) {
+    into = tc::load<typename A::spec, typename A::value_type, A::rank>(dir, name, mesh);
   };
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((std::get<I>(params) = load(std::type_identity<std::tuple_element_t<I, tr::params_t<Mesh>>>{},
-                                 std::string("params/") + param_names[I])),
-     ...);
-    ((std::get<I>(adam.state).m =
-          load(std::type_identity<typename std::tuple_element_t<
-                   I, decltype(adam.state)>::shard_type>{},
-               std::string("adam/m/") + param_names[I])),
-     ...);
-    ((std::get<I>(adam.state).v =
-          load(std::type_identity<typename std::tuple_element_t<
-                   I, decltype(adam.state)>::shard_type>{},
-               std::string("adam/v/") + param_names[I])),
-     ...);
-  }(std::make_index_sequence<tr::param_count>{});
+  std::size_t i = 0;
+  (void)ts::tree_map(  // the leaves in the tree's order (param_names')
+      [&](auto& w, auto& s) {
+        const std::string name = param_names[i++];
+        load(w, "params/" + name);
+        load(s.m, "adam/m/" + name);
+        load(s.v, "adam/v/" + name);
+        return 0;
+      },
+      params, adam.state);
   adam.set_step(*step);
   data_rng =
       rng_of(ts::to_host(tc::load<ts::spec<ts::none>, std::uint32_t, 1>(dir, "data/rng", mesh)));
@@ -306,8 +309,9 @@ int train(const ts::device_mesh<Mesh>& mesh, const run_options& opt) {
     const auto batch = tr::put_inputs(mesh, c, tr::make_batch(c, data_rng));
     std::optional<ts::communication_recorder> recorder;  // the first step's collectives
     if (s == start) recorder.emplace();
-    const auto [loss, grads] = tr::value_and_grads<Bf16>(params, batch);  // ts::value_and_grad
-    adam.update(params, grads);  // reduce-scatter over "data", update, all-gather
+    // jax.value_and_grad(loss)(params, batch): grads is a tree of params' shape
+    const auto [loss, grads] = ts::value_and_grad(tr::loss_fn<Bf16>{})(params, batch);
+    adam.update(params, grads);  // per leaf: reduce-scatter over "data", update, all-gather
     // doc-snippet-end
     if (s == start) {
       if (start != 0) std::cout << "resumed from " << opt.resume << " at step " << start << "\n";
@@ -323,13 +327,13 @@ int train(const ts::device_mesh<Mesh>& mesh, const run_options& opt) {
         return 1;
       }
       section("3", "The gradients' types");
-      print_gradient<0>("E", grads);
-      print_gradient<1>("P", grads);
-      print_gradient<2>("Wqkv", grads);
-      print_gradient<3>("Wo", grads);
-      print_gradient<4>("W1", grads);
-      print_gradient<5>("W2", grads);
-      print_gradient<10>("Wout", grads);
+      print_gradient("E", grads.embed);  // grads: the parameters' tree (tr::model_params)
+      print_gradient("P", grads.pos);
+      print_gradient("Wqkv", grads.layers[0].qkv);
+      print_gradient("Wo", grads.layers[0].o);
+      print_gradient("W1", grads.layers[0].w1);
+      print_gradient("W2", grads.layers[0].w2);
+      print_gradient("Wout", grads.out);
       section("4", "Training");
     }
     const float loss_value = ts::to_host(loss)(0);

@@ -16,6 +16,7 @@
 // header says what stays float), beside jax_contender.py's TransformerBf16.
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,12 +58,14 @@ model::host_params transformer_params(const model::config& c) {
 
 model::host_batch transformer_batch(const model::config& c) {
   model::host_batch b{ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab}),
-                      ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab})};
+                      ts::host_tensor<float, 3>({c.batch, c.seq, c.vocab}),
+                      ts::host_tensor<std::int32_t, 2>({c.batch, c.seq})};
   for (std::size_t i = 0; i < c.batch; ++i) {
     std::size_t previous = 0;
     for (std::size_t s = 0; s < c.seq; ++s) {
       const std::size_t t = ((i * c.seq + s) * 40503u + 11u) % c.vocab;
       b.inputs(i, s, t) = 1.0f;
+      b.ids(i, s) = static_cast<std::int32_t>(t);  // the embedding's lookup (ts::take)
       b.targets(i, s, previous) = 1.0f;
       previous = t;
     }
@@ -82,9 +85,9 @@ class transformer_step final : public instance {
     auto [loss, grads] = model::value_and_grads<Bf16>(params_, inputs_);
     if (check_.empty()) {  // the warm-up: sample the first step's gradients (reduced)
       using namespace model;
-      append(sample_array(ts::reshard<rep2>(std::get<10>(grads))));
-      append(sample_array(ts::reshard<W1_spec>(std::get<4>(grads))));
-      append(sample_array(ts::reshard<rep2>(std::get<0>(grads))));
+      append(sample_array(ts::reshard<rep2>(grads.out)));  // grads: the parameters' tree
+      append(sample_array(ts::reshard<W1_spec>(grads.layers[0].w1)));
+      append(sample_array(ts::reshard<rep2>(grads.embed)));
       first_loss_ = ts::to_host(loss)(0);
     }
     optimizer_.update(params_, grads);

@@ -7,7 +7,9 @@
 // position embedding; `blocks` pre-norm blocks of causal multi-head attention and a GELU
 // (tanh form) MLP, each with a residual; a final LayerNorm, the projection to the vocabulary
 // and the mean cross-entropy (log_softmax). LayerNorms have no learned scale or bias and no
-// layer has a bias: fewer parameters, the same collectives.
+// layer has a bias: fewer parameters, the same collectives. The parameters are one tree
+// (model_params, a std::array of block_params: ops/tree.hpp), differentiated by one
+// ts::value_and_grad(loss)(params, in) and updated by ZeRO-1 Adam over the tree.
 //
 // Mixed precision (Bf16 = true: loss_bf16, value_and_grads<true>; examples/transformer.cpp
 // --bf16): the float parameters stay the master copy; every product casts its operands to
@@ -39,6 +41,7 @@
 // (the batch is summed), and the optimizer reduces it.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -63,7 +66,7 @@ struct config {
 };
 
 inline constexpr std::size_t heads = 4;   // split_dim's part count is a template argument
-inline constexpr std::size_t blocks = 2;  // the loss below is written for two blocks
+inline constexpr std::size_t blocks = 2;
 
 // The specs (see the top of this file).
 using none = ts::none_t;
@@ -81,7 +84,7 @@ using array_t = decltype(ts::device_put<Spec>(std::declval<const ts::device_mesh
 
 // ---- parameters on the host ---------------------------------------------------------------
 
-// The host copies, in the order the loss takes them: E, P, (Wqkv, Wo, W1, W2) per block, Wout.
+// The host copies, in the parameter tree's order: E, P, (Wqkv, Wo, W1, W2) per block, Wout.
 struct host_params {
   std::vector<ts::host_tensor<float, 2>> mats;  // every parameter but the Wqkv
   std::vector<ts::host_tensor<float, 3>> qkv;   // one per block
@@ -137,27 +140,42 @@ inputs<Mesh> put_inputs(const ts::device_mesh<Mesh>& m, const config& c, const h
 
 // ---- parameters on the mesh -----------------------------------------------------------------
 
+// The parameters, a tree (ops/tree.hpp: Hana struct templates over their members' types, so
+// that ts::value_and_grad and the optimizers rebuild them over gradients and Adam states): one
+// block_params per block, in a std::array.
+template <class Wqkv, class Wo, class W1, class W2>
+struct block_params {
+  BOOST_HANA_DEFINE_STRUCT(block_params, (Wqkv, qkv), (Wo, o), (W1, w1), (W2, w2));
+};
+
+template <class E, class P, class Blocks, class Wout>
+struct model_params {
+  BOOST_HANA_DEFINE_STRUCT(model_params, (E, embed), (P, pos), (Blocks, layers), (Wout, out));
+};
+
 template <class Mesh>
-using params_t =
-    std::tuple<array_t<Mesh, rep2, 2>, array_t<Mesh, rep2, 2>,                       // E, P
-               array_t<Mesh, Wqkv_spec, 3>, array_t<Mesh, Wo_spec, 2>,                // block 0
-               array_t<Mesh, W1_spec, 2>, array_t<Mesh, W2_spec, 2>,                  //
-               array_t<Mesh, Wqkv_spec, 3>, array_t<Mesh, Wo_spec, 2>,                // block 1
-               array_t<Mesh, W1_spec, 2>, array_t<Mesh, W2_spec, 2>,                  //
-               array_t<Mesh, rep2, 2>>;                                               // Wout
+using block_params_t = block_params<array_t<Mesh, Wqkv_spec, 3>, array_t<Mesh, Wo_spec, 2>,
+                                    array_t<Mesh, W1_spec, 2>, array_t<Mesh, W2_spec, 2>>;
+
+template <class Mesh>
+using params_t = model_params<array_t<Mesh, rep2, 2>, array_t<Mesh, rep2, 2>,
+                              std::array<block_params_t<Mesh>, blocks>, array_t<Mesh, rep2, 2>>;
+
+inline constexpr std::size_t param_count = 3 + 4 * blocks;
 
 template <class Mesh>
 params_t<Mesh> put_params(const ts::device_mesh<Mesh>& m, const host_params& h) {
-  const auto& w = h.mats;
-  return {ts::device_put<rep2>(m, w[0]),          ts::device_put<rep2>(m, w[1]),
-          ts::device_put<Wqkv_spec>(m, h.qkv[0]), ts::device_put<Wo_spec>(m, w[2]),
-          ts::device_put<W1_spec>(m, w[3]),       ts::device_put<W2_spec>(m, w[4]),
-          ts::device_put<Wqkv_spec>(m, h.qkv[1]), ts::device_put<Wo_spec>(m, w[5]),
-          ts::device_put<W1_spec>(m, w[6]),       ts::device_put<W2_spec>(m, w[7]),
-          ts::device_put<rep2>(m, w[8])};
+  const auto& w = h.mats;  // E, P, (Wo, W1, W2) per block, Wout
+  const auto block = [&](std::size_t i) {
+    return block_params_t<Mesh>{
+        ts::device_put<Wqkv_spec>(m, h.qkv[i]), ts::device_put<Wo_spec>(m, w[2 + 3 * i]),
+        ts::device_put<W1_spec>(m, w[3 + 3 * i]), ts::device_put<W2_spec>(m, w[4 + 3 * i])};
+  };
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return params_t<Mesh>{ts::device_put<rep2>(m, w[0]), ts::device_put<rep2>(m, w[1]),
+                          {block(I)...}, ts::device_put<rep2>(m, w[2 + 3 * blocks])};
+  }(std::make_index_sequence<blocks>{});
 }
-
-inline constexpr std::size_t param_count = 11;
 
 // ---- the initial parameters, drawn on the mesh ---------------------------------------------
 
@@ -180,33 +198,36 @@ params_t<Mesh> init_params(const ts::device_mesh<Mesh>& m, const config& c, std:
   const std::size_t D = c.d_model, F = c.hidden;
   const float d = std::sqrt(static_cast<float>(D)), f = std::sqrt(static_cast<float>(F));
   const float branch = 1.0f / std::sqrt(2.0f * blocks);
-  const auto block_params = [&](std::size_t i) {  // Wqkv, Wo, W1, W2: keys 2 + 4i ... 5 + 4i
+  const auto block = [&](std::size_t i) {  // Wqkv, Wo, W1, W2: keys 2 + 4i ... 5 + 4i
     const std::size_t j = 2 + 4 * i;
-    return std::tuple(normal_param<Wqkv_spec>(k[j], m, ts::shape<3>{D, 3, D}, 1.0f / d),
-                      normal_param<Wo_spec>(k[j + 1], m, ts::shape<2>{D, D}, branch / d),
-                      normal_param<W1_spec>(k[j + 2], m, ts::shape<2>{D, F}, 1.0f / d),
-                      normal_param<W2_spec>(k[j + 3], m, ts::shape<2>{F, D}, branch / f));
+    return block_params_t<Mesh>{
+        normal_param<Wqkv_spec>(k[j], m, ts::shape<3>{D, 3, D}, 1.0f / d),
+        normal_param<Wo_spec>(k[j + 1], m, ts::shape<2>{D, D}, branch / d),
+        normal_param<W1_spec>(k[j + 2], m, ts::shape<2>{D, F}, 1.0f / d),
+        normal_param<W2_spec>(k[j + 3], m, ts::shape<2>{F, D}, branch / f)};
   };
-  return std::tuple_cat(
-      std::tuple(normal_param<rep2>(k[0], m, ts::shape<2>{c.vocab, D}, 1.0f),   // E
-                 normal_param<rep2>(k[1], m, ts::shape<2>{c.seq, D}, 0.5f)),    // P
-      block_params(0), block_params(1),
-      std::tuple(normal_param<rep2>(k[10], m, ts::shape<2>{D, c.vocab}, 1.0f / d)));  // Wout
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return params_t<Mesh>{
+        normal_param<rep2>(k[0], m, ts::shape<2>{c.vocab, D}, 1.0f),  // E
+        normal_param<rep2>(k[1], m, ts::shape<2>{c.seq, D}, 0.5f),    // P
+        {block(I)...},
+        normal_param<rep2>(k[2 + 4 * blocks], m, ts::shape<2>{D, c.vocab}, 1.0f / d)};  // Wout
+  }(std::make_index_sequence<blocks>{});
 }
 
 // to_host_params(p): the host copies of parameters p (a params_t; the serial checks nudge them).
 template <class Params>
 host_params to_host_params(const Params& p) {
   host_params h;
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    const auto add = [&](const auto& w) {
-      if constexpr (std::remove_cvref_t<decltype(w)>::rank == 3)
-        h.qkv.push_back(ts::to_host(w));
-      else
-        h.mats.push_back(ts::to_host(w));
-    };
-    (add(std::get<I>(p)), ...);
-  }(std::make_index_sequence<param_count>{});
+  (void)ts::tree_map(  // the leaves in the tree's order
+      [&](const auto& w) {
+        if constexpr (std::remove_cvref_t<decltype(w)>::rank == 3)
+          h.qkv.push_back(ts::to_host(w));
+        else
+          h.mats.push_back(ts::to_host(w));
+        return 0;
+      },
+      p);
   return h;
 }
 
@@ -304,26 +325,33 @@ auto mlp(const Xn& xn, const W1& w1, const W2& w2) {
   return ts::reshard<X_spec>(product<Bf16, "bsf,fd->bsd">(h, w2));  // all-reduce 2
 }
 
-template <bool Bf16, class X, class Wqkv, class Wo, class W1, class W2, class In>
-auto block(const X& x, const Wqkv& w_qkv, const Wo& w_o, const W1& w1, const W2& w2,
-           const In& in) {
-  const auto x1 = x + attention<Bf16>(layer_norm(x), w_qkv, w_o, in);
-  return x1 + mlp<Bf16>(layer_norm(x1), w1, w2);
+// One block, its parameters b a block_params (of arrays, or inside the loss of traced values).
+template <bool Bf16, class X, class B, class In>
+auto block(const X& x, const B& b, const In& in) {
+  const auto x1 = x + attention<Bf16>(layer_norm(x), b.qkv, b.o, in);
+  return x1 + mlp<Bf16>(layer_norm(x1), b.w1, b.w2);
 }
 
-// The mean cross-entropy of the predicted tokens. Its collectives: the blocks' all-reduces over
-// "model", and the loss's sum over "data". Bf16: mixed precision (see the top of this file).
+// The blocks I, I + 1, ... of `layers` (a std::array of block_params, or inside the loss a
+// std::tuple of them: their traced leaves differ in type) applied to x in order.
+template <bool Bf16, std::size_t I = 0, class X, class Layers, class In>
+auto blocks_from(const X& x, const Layers& layers, const In& in) {
+  if constexpr (I == std::tuple_size_v<Layers>)
+    return x;
+  else
+    return blocks_from<Bf16, I + 1>(block<Bf16>(x, std::get<I>(layers), in), layers, in);
+}
+
+// The mean cross-entropy of the predicted tokens, of the parameter tree p (a params_t, or inside
+// ts::value_and_grad the same tree of traced values). Its collectives: the blocks' all-reduces
+// over "model", and the loss's sum over "data". Bf16: mixed precision (see the top of this file).
 template <bool Bf16>
 struct loss_fn {
-  template <class E_, class P_, class Qkv0, class O0, class W10, class W20, class Qkv1, class O1,
-            class W11, class W21, class Wout_, class In>
-  auto operator()(const E_& E, const P_& P, const Qkv0& qkv0, const O0& o0, const W10& w1_0,
-                  const W20& w2_0, const Qkv1& qkv1, const O1& o1, const W11& w1_1,
-                  const W21& w2_1, const Wout_& Wout, const In& in) const {
-    const auto x0 = ts::take(E, in.ids) + P;  // rows of E (a lookup); P broadcast over batch
-    const auto x1 = block<Bf16>(x0, qkv0, o0, w1_0, w2_0, in);
-    const auto x2 = block<Bf16>(x1, qkv1, o1, w1_1, w2_1, in);
-    const auto logits = product<Bf16, "bsd,dv->bsv">(layer_norm(x2), Wout);
+  template <class Params, class In>
+  auto operator()(const Params& p, const In& in) const {
+    const auto x0 = ts::take(p.embed, in.ids) + p.pos;  // rows of E (a lookup); P broadcast
+    const auto x = blocks_from<Bf16>(x0, p.layers, in);
+    const auto logits = product<Bf16, "bsd,dv->bsv">(layer_norm(x), p.out);
     const auto logp = ts::log_softmax<2>(logits);
     const float count = static_cast<float>(in.ids.extent(0) * in.ids.extent(1));
     return ts::sum<ts::spec<ts::none>>(logp * in.targets) * (-1.0f / count);
@@ -332,18 +360,15 @@ struct loss_fn {
 inline constexpr loss_fn<false> loss{};
 inline constexpr loss_fn<true> loss_bf16{};
 
-// loss's (Bf16: loss_bf16's) value and the gradients of the 11 parameters (a std::pair: the
-// loss array, a tuple).
+// loss's (Bf16: loss_bf16's) value and gradients, JAX's jax.value_and_grad(loss)(params, in):
+// a std::pair of the loss array and the gradient tree (a model_params of the gradients, each
+// unreduced over "data").
 template <bool Bf16 = false, class Mesh>
 auto value_and_grads(const params_t<Mesh>& p, const inputs<Mesh>& in) {
-  return std::apply(
-      [&](const auto&... w) {
-        return ts::value_and_grad<0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10>(loss_fn<Bf16>{})(w..., in);
-      },
-      p);
+  return ts::value_and_grad(loss_fn<Bf16>{})(p, in);
 }
 
-// ---- the optimizer: ZeRO-1 Adam (ts::zero_adam_update) ------------------------------------
+// ---- the optimizer: ZeRO-1 Adam over the tree (ts::adam_update) ---------------------------
 
 // Each parameter's update shard: its spec with "data" on a dimension it leaves unsharded
 // (the gradient, unreduced over "data", is reduce-scattered there; the updated shard is
@@ -354,52 +379,40 @@ using Wo_update = ts::spec<"model", "data">;
 using W1_update = ts::spec<"data", "model">;
 using W2_update = ts::spec<"model", "data">;
 
+// The update shards as a tree of the parameters' shape (ts::zero_adam_init(params, specs)).
+// (ts::zero_adam_init<"data"> would shard dimension 0 only, and leave Wo and W2, whose
+// dimension 0 is over "model", to an all-reduce and replicated moments.)
+using update_specs = model_params<rep2_update, rep2_update,
+                                  std::array<block_params<Wqkv_update, Wo_update, W1_update,
+                                                          W2_update>,
+                                             blocks>,
+                                  rep2_update>;
+
+// ZeRO-1 Adam over the parameter tree: state, a tree of ts::zero_adam_state of the same shape.
 template <class Mesh>
 struct optimizer {
-  template <class P, class S>
-  using st = ts::zero_adam_state<P, S>;
   using params = params_t<Mesh>;
-  template <std::size_t I>
-  using p_t = std::tuple_element_t<I, params>;
-  std::tuple<st<p_t<0>, rep2_update>, st<p_t<1>, rep2_update>,                          //
-             st<p_t<2>, Wqkv_update>, st<p_t<3>, Wo_update>, st<p_t<4>, W1_update>,     //
-             st<p_t<5>, W2_update>, st<p_t<6>, Wqkv_update>, st<p_t<7>, Wo_update>,     //
-             st<p_t<8>, W1_update>, st<p_t<9>, W2_update>, st<p_t<10>, rep2_update>>
-      state;
+  static_assert(ts::tree_size<params> == param_count);
+  using state_type =
+      decltype(ts::zero_adam_init(std::declval<const params&>(), update_specs{}));
+  state_type state;
   ts::adam_options options;
 
-  optimizer(const params& p, ts::adam_options o) : state(init(p)), options(o) {}
+  optimizer(const params& p, ts::adam_options o)
+      : state(ts::zero_adam_init(p, update_specs{})), options(o) {}
 
   // The steps taken (every parameter's state counts the same: they update together). A
   // checkpoint saves it beside the moments (state's m and v); set_step restores it.
-  std::size_t step() const { return std::get<0>(state).step; }
+  std::size_t step() const { return state.embed.step; }
   void set_step(std::size_t s) {
-    std::apply([&](auto&... each) { ((each.step = s), ...); }, state);
+    (void)ts::tree_map([s](auto& each) { return each.step = s; }, state);
   }
 
+  // One step: per parameter, in the tree's order, the reduce-scatter of its gradient over
+  // "data", the update of its shard and the all-gather.
   template <class Grads>
   void update(params& p, const Grads& g) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((std::get<I>(p) =
-            ts::zero_adam_update(std::get<I>(p), std::get<I>(g), std::get<I>(state), options)),
-       ...);
-    }(std::make_index_sequence<param_count>{});
-  }
-
- private:
-  static auto init(const params& p) {
-    using namespace ts;
-    return std::tuple(zero_adam_init<rep2_update>(std::get<0>(p)),
-                      zero_adam_init<rep2_update>(std::get<1>(p)),
-                      zero_adam_init<Wqkv_update>(std::get<2>(p)),
-                      zero_adam_init<Wo_update>(std::get<3>(p)),
-                      zero_adam_init<W1_update>(std::get<4>(p)),
-                      zero_adam_init<W2_update>(std::get<5>(p)),
-                      zero_adam_init<Wqkv_update>(std::get<6>(p)),
-                      zero_adam_init<Wo_update>(std::get<7>(p)),
-                      zero_adam_init<W1_update>(std::get<8>(p)),
-                      zero_adam_init<W2_update>(std::get<9>(p)),
-                      zero_adam_init<rep2_update>(std::get<10>(p)));
+    p = ts::adam_update(p, g, state, options);
   }
 };
 

@@ -42,13 +42,15 @@ double relative_error(const ts::host_tensor<T, R>& got, const ts::host_tensor<T,
   return worst;
 }
 
-// The gradients as host tensors, each reduced to its parameter's spec first (the all-reduce).
+// The gradients as host tensors (a tree of the parameters' shape, tr::model_params), each
+// reduced to its parameter's spec first (the all-reduce).
 template <class Params, class Grads>
-auto host_gradients(const Params&, const Grads& g) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return std::tuple(ts::to_host(
-        ts::reshard<typename std::tuple_element_t<I, Params>::spec>(std::get<I>(g)))...);
-  }(std::make_index_sequence<tr::param_count>{});
+auto host_gradients(const Params& p, const Grads& g) {
+  return ts::tree_map(
+      [](const auto& w, const auto& gw) {
+        return ts::to_host(ts::reshard<typename std::remove_cvref_t<decltype(w)>::spec>(gw));
+      },
+      p, g);
 }
 
 // Runs `steps` Adam steps on Mesh and on the 1 x 1 mesh from the same start; checks the loss
@@ -72,13 +74,16 @@ void compare_with_serial(const ts::device_mesh<Mesh>& mesh,
     CHECK(std::abs(lp - lq) / std::abs(lq) <= tolerance);
     const auto hp = host_gradients(p, grads_p);
     const auto hq = host_gradients(q, grads_q);
-    const auto check_gradient = [&](std::size_t i, double error) {
-      INFO("gradient of parameter " << i << ": relative error " << error);
-      CHECK(error <= tolerance);
-    };
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (check_gradient(I, relative_error(std::get<I>(hp), std::get<I>(hq))), ...);
-    }(std::make_index_sequence<tr::param_count>{});
+    std::size_t i = 0;  // the leaves in the tree's order
+    (void)ts::tree_map(
+        [&](const auto& got, const auto& want) {
+          const double error = relative_error(got, want);
+          INFO("gradient of parameter " << i++ << ": relative error " << error);
+          CHECK(error <= tolerance);
+          return 0;
+        },
+        hp, hq);
+    CHECK(i == tr::param_count);
     adam_p.update(p, grads_p);
     adam_q.update(q, grads_q);
   }
@@ -143,7 +148,7 @@ TEST_CASE("transformer: one training step runs exactly the Megatron + ZeRO-1 col
 // One entry of a parameter, nudged by +-h, for the finite difference.
 double loss_at(const ts::device_mesh<mesh_1x1>& one, const tr::config& c, tr::host_params h,
                std::size_t which, std::size_t index, float delta, const tr::host_batch& batch) {
-  // host_params.mats holds E, P, (Wo, W1, W2) per block, Wout: argnum -> index there.
+  // host_params.mats holds E, P, (Wo, W1, W2) per block, Wout: leaf place -> index there.
   constexpr std::size_t mats_index[] = {0, 1, 99, 2, 3, 4, 99, 5, 6, 7, 8};
   if (which == 2)
     h.qkv[0].data()[index] += delta;
@@ -162,7 +167,8 @@ TEST_CASE("transformer: gradients match central finite differences (1 x 1 mesh, 
   const tr::host_batch batch = tr::make_batch(c, rng);
   const auto p = tr::put_params(one, h);
   const auto g = host_gradients(p, tr::value_and_grads(p, tr::put_inputs(one, c, batch)).second);
-  // (parameter argnum, flat index): E, P, block 0's Wqkv, Wo, W1, W2, and Wout.
+  // (parameter's place among the tree's leaves, flat index): E, P, block 0's Wqkv, Wo, W1, W2,
+  // and Wout.
   const auto check = [&](std::size_t which, std::size_t index, float analytic) {
     const float step = 1e-2f;  // float losses: a larger step than double's, error O(step^2)
     const double fd = (loss_at(one, c, h, which, index, step, batch) -
@@ -172,13 +178,13 @@ TEST_CASE("transformer: gradients match central finite differences (1 x 1 mesh, 
                       << ", finite difference " << fd);
     CHECK(std::abs(fd - analytic) <= 2e-3 + 2e-2 * std::abs(fd));
   };
-  check(0, 5, std::get<0>(g).data()[5]);
-  check(1, 13, std::get<1>(g).data()[13]);
-  check(2, 40, std::get<2>(g).data()[40]);
-  check(3, 7, std::get<3>(g).data()[7]);
-  check(4, 29, std::get<4>(g).data()[29]);
-  check(5, 50, std::get<5>(g).data()[50]);
-  check(10, 3, std::get<10>(g).data()[3]);
+  check(0, 5, g.embed.data()[5]);
+  check(1, 13, g.pos.data()[13]);
+  check(2, 40, g.layers[0].qkv.data()[40]);
+  check(3, 7, g.layers[0].o.data()[7]);
+  check(4, 29, g.layers[0].w1.data()[29]);
+  check(5, 50, g.layers[0].w2.data()[50]);
+  check(10, 3, g.out.data()[3]);
 }
 
 }  // namespace

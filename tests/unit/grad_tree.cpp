@@ -4,7 +4,8 @@
 // batch over "data", W2's rows over "model"), trained with AdamW through trees, against the
 // same model written with one argnum per parameter and one optimizer call per array: the
 // gradient types are the same (static_assert), the losses and parameters equal step by step.
-// AdamW's step against the formula on the host.
+// AdamW's step against the formula on the host. tree_map's order; ZeRO Adam over a tree of
+// shard specs (ts::zero_adam_init(params, specs)) against the per-array states.
 #include "grad_check.hpp"
 
 namespace {
@@ -224,6 +225,65 @@ TEST_CASE("tree: tuples and arrays of arrays; SGD and Adam over trees", "[grad][
   auto sc = ts::zero_adam_init<ts::spec<none, none>>(C);
   const auto arr1 = ts::adam_update(arr, ga, st, {.lr = 0.01});
   check_equal(arr1[1], ts::zero_adam_update(C, std::get<1>(fg), sc, {.lr = 0.01}), "adam C");
+}
+
+TEST_CASE("tree: leaves visited in order; ZeRO Adam with a tree of shard specs",
+          "[grad][tree]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh> m{devices};
+  const auto X = ts::device_put<spec_b>(m, random_float(ts::shape<2>{6, 4}, 31));
+  auto A = ts::device_put<ts::spec<none, none>>(m, random_float(ts::shape<2>{4, 6}, 32));
+  auto R = ts::device_put<ts::spec<"model", none>>(m, random_float(ts::shape<2>{6, 3}, 33));
+  using params = mlp_params<decltype(A), decltype(A), decltype(R), decltype(A), decltype(R),
+                            decltype(A)>;
+  params p{A, A, R, A, R, A};
+
+  // tree_map calls f on the leaves in the tree's order (nested trees depth first), whatever
+  // order the compiler evaluates function arguments in.
+  std::vector<int> seen;
+  const auto nested = std::make_tuple(std::make_tuple(1, 2), std::array<int, 2>{3, 4}, 5);
+  (void)ts::tree_map([&](int v) { return seen.push_back(v), v; }, nested);
+  CHECK(seen == std::vector<int>{1, 2, 3, 4, 5});
+  std::vector<std::size_t> rows_seen;
+  (void)ts::tree_map([&](const auto& w) { return rows_seen.push_back(w.extent(0)), 0; }, p);
+  CHECK(rows_seen == std::vector<std::size_t>{4, 4, 6, 4, 6, 4});
+
+  // A tree of specs, one per leaf: R (dimension 0 over "model") updated over "data" along
+  // dimension 1, which zero_over<"data"> cannot say (it would update R in its own spec).
+  using rows = ts::spec<"data", none>;
+  using cols = ts::spec<"model", "data">;
+  const mlp_params<rows, rows, cols, rows, ts::spec<"model", none>, rows> shard_specs{};
+  auto state = ts::zero_adam_init(p, shard_specs);
+  auto sr = ts::zero_adam_init<cols>(R);
+  auto sr_own = ts::zero_adam_init<ts::spec<"model", none>>(R);
+  static_assert(std::is_same_v<decltype(state.gamma), decltype(sr)>);
+  static_assert(std::is_same_v<decltype(state.w2), decltype(sr_own)>);
+  static_assert(std::is_same_v<decltype(state.w1),
+                               decltype(ts::zero_adam_init<"data">(p).w1)>);
+
+  const auto loss = [](const auto& q, const auto& x) {
+    auto h = ts::tanh(ts::matmul(x, q.w1) + ts::matmul(x, q.b1));
+    auto y = ts::reshard<spec_b>(ts::matmul(h, q.gamma)) +
+             ts::reshard<spec_b>(ts::matmul(ts::tanh(ts::matmul(x, q.beta)), q.w2));
+    return ts::mean(y * y) + ts::mean(ts::matmul(x, q.b2));
+  };
+  auto [l, g] = ts::value_and_grad(loss)(p, X);
+  (void)l;
+  ts::communication_report r;
+  params p1 = p;
+  {
+    ts::communication_recorder rec;
+    p1 = ts::adam_update(p, g, state, {.lr = 0.01});
+    r = rec.report();
+  }
+  // Each leaf: a reduce-scatter over "data" and an all-gather, but w2 (its own spec: the
+  // gradient all-reduced over "data").
+  CHECK(r.count(ts::step_kind::psum_scatter, "data") == 5);
+  CHECK(r.count(ts::step_kind::all_gather, "data") == 5);
+  CHECK(r.count(ts::step_kind::psum, "data") == 1);
+  check_equal(p1.gamma, ts::zero_adam_update(R, g.gamma, sr, {.lr = 0.01}), "R over cols");
+  check_equal(p1.w2, ts::zero_adam_update(R, g.w2, sr_own, {.lr = 0.01}), "R in its spec");
+  CHECK(state.gamma.step == 1);
 }
 
 TEST_CASE("tree: one AdamW step against the formula", "[grad][tree]") {

@@ -23,7 +23,8 @@
 //
 // AdamW: zero_adamw_update (decoupled weight decay). Over parameter trees (ops/tree.hpp), leaf
 // by leaf with a state tree of the same shape: sgd_update, zero_sgd_update<"data">, adam_init,
-// zero_adam_init<"data"> (zero_over<"data"> shards each leaf's dimension 0), adam_update and
+// zero_adam_init<"data"> (zero_over<"data"> shards each leaf's dimension 0),
+// zero_adam_init(params, shard_specs) (a tree of specs, one per leaf), adam_update and
 // adamw_update.
 //
 // Mixed precision: a float parameter (the master copy) takes a bfloat16 gradient (from
@@ -257,6 +258,19 @@ template <dim_spec Axis, class Tree>
         return zero_adam_init<typename zero_over<Axis>::template shard_spec<P>::type>(w);
       },
       params);
+}
+
+// zero_adam_init(params, shard_specs): the same, each leaf's moments sharded by the spec at
+// its place in shard_specs, a tree of the params' shape whose leaves are ts::spec values (JAX's
+// tree of PartitionSpecs): for shardings zero_over cannot say, e.g. Megatron's row-parallel
+// weights (dimension 0 over "model") updated over "data" along dimension 1.
+template <class Tree, class SpecTree>
+[[nodiscard]] auto zero_adam_init(const Tree& params, const SpecTree& shard_specs) {
+  return tree_map(
+      [](const auto& w, const auto& s) {
+        return zero_adam_init<std::remove_cvref_t<decltype(s)>>(w);
+      },
+      params, shard_specs);
 }
 
 // adam_update(params, grads, state, options) and adamw_update: one step per leaf, with the

@@ -211,7 +211,9 @@ auto leaf_call(F& f, T& t, More&... more) {
 }
 
 // The tree of f(leaf of t, leaf of each of more...), nested trees recursively; f(t, more...)
-// when t is not a tree.
+// when t is not a tree. f is called on the leaves in order (a braced list: make's arguments
+// would be evaluated in an unspecified order), so that side effects (an optimizer's
+// collectives, a checkpoint's items) follow the tree's order on every compiler.
 template <class F, class T, class... More>
 auto tree_map_impl(F& f, T& t, More&... more) {
   using TT = tree_traits_of<T>;
@@ -219,7 +221,8 @@ auto tree_map_impl(F& f, T& t, More&... more) {
     return f(t, more...);
   } else {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return TT::make(leaf_call<I>(f, t, more...)...);
+      std::tuple<decltype(leaf_call<I>(f, t, more...))...> leaves{leaf_call<I>(f, t, more...)...};
+      return TT::make(std::get<I>(std::move(leaves))...);
     }(std::make_index_sequence<TT::size>{});
   }
 }
@@ -236,7 +239,7 @@ inline constexpr std::size_t tree_size = detail::flat_size<T>();
 
 // tree_map(f, t, more...): the tree of f(t's leaf, more's leaves...), leaf by leaf (more are
 // trees of the same kind and size, passed by reference: f may update them); on arrays, f(t,
-// more...).
+// more...). f sees the leaves in the tree's order (declaration order, nested trees depth first).
 template <class F, class T, class... More>
 [[nodiscard]] auto tree_map(F&& f, T&& t, More&&... more) {
   if constexpr (!detail::check_tree<T>())
