@@ -196,7 +196,8 @@ void check_einsum_operands(const A& a, const B& b) {
 
 // The result's extents: each output letter's, static where either operand's is; [1] for an
 // empty output.
-template <einsum_subscripts S, class LE, class RE, class = std::make_index_sequence<equation_of<S>.result_rank()>>
+template <einsum_subscripts S, class LE, class RE,
+          class = std::make_index_sequence<equation_of<S>.result_rank()>>
 struct einsum_out_extents;
 template <einsum_subscripts S, class LE, class RE, std::size_t... D>
 struct einsum_out_extents<S, LE, RE, std::index_sequence<D...>> {
@@ -218,6 +219,33 @@ shape<R> padded_shape(const shape<N>& s) {
   shape<R> out{};
   for (std::size_t d = 0; d < R; ++d) out[d] = d < N ? s[d] : 1;
   return out;
+}
+
+// The result of the contraction of arrays a and b by plan Plan (an einsum_plan, or a
+// matmul_plan: S is then matmul_subscripts) once their run-time checks passed, of element
+// type U: the plan's one run (run_einsum_on) on their blocks, padded to the plan rank.
+template <einsum_subscripts S, class Plan, class U, class A, class B>
+auto contraction_result(const A& a, const B& b) {
+  using T = typename A::value_type;
+  using Mesh = typename A::mesh_type;
+  constexpr std::size_t R = Plan::rank;
+  constexpr std::size_t OR = equation_of<S>.result_rank();
+  constexpr einsum_equation eq = equation_of<S>;
+  using result = sharded_array<
+      U, Mesh, typename Plan::out_spec,
+      typename einsum_out_extents<S, typename A::extents_type, typename B::extents_type>::type,
+      typename Plan::out_unreduced>;
+  const shape<R> ag = padded_shape<R>(a.extents());
+  const shape<R> bg = padded_shape<R>(b.extents());
+  const shape<R> cg = einsum_out_shape(eq, einsum_shapes<R>{ag, bg, sizeof(T)});
+  shape<OR> c_global{};
+  for (std::size_t d = 0; d < OR; ++d) c_global[d] = cg[d];
+  const device_mesh<Mesh>& m = a.device_mesh();
+  return result(adopt_shards, m, c_global,
+                einsum_blocks<T, R, U>(eq, Plan::choice, m.get_backend(),
+                                       std::span<const device_id>(m.devices()),
+                                       mesh_value_of<Mesh>(), *a.shared_shards(), ag,
+                                       *b.shared_shards(), bg));
 }
 
 }  // namespace detail
@@ -246,28 +274,8 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
     if constexpr (!plan::valid) {
       return a;  // the plan's diagnostic fired
     } else {
-      using Mesh = typename A::mesh_type;
-      constexpr std::size_t R = plan::rank;
-      constexpr std::size_t OR = plan::result_rank;
-      constexpr detail::einsum_equation eq = detail::equation_of<Subscripts>;
-      using result = sharded_array<
-          U, Mesh, typename plan::out_spec,
-          typename detail::einsum_out_extents<Subscripts, typename A::extents_type,
-                                              typename B::extents_type>::type,
-          typename plan::out_unreduced>;
       detail::check_einsum_operands<Subscripts>(a, b);
-      const shape<R> ag = detail::padded_shape<R>(a.extents());
-      const shape<R> bg = detail::padded_shape<R>(b.extents());
-      const shape<R> cg =
-          detail::einsum_out_shape(eq, detail::einsum_shapes<R>{ag, bg, sizeof(T)});
-      shape<OR> c_global{};
-      for (std::size_t d = 0; d < OR; ++d) c_global[d] = cg[d];
-      const device_mesh<Mesh>& m = a.device_mesh();
-      return result(adopt_shards, m, c_global,
-                    detail::einsum_blocks<T, R, U>(
-                        eq, plan::choice, m.get_backend(), std::span<const device_id>(m.devices()),
-                        detail::mesh_value_of<Mesh>(), *a.shared_shards(), ag,
-                        *b.shared_shards(), bg));
+      return detail::contraction_result<Subscripts, plan, U>(a, b);
     }
   }
 }
@@ -276,7 +284,8 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
 template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
           sharded_array_type B>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto einsum(const A& a, const B& b, detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto einsum(const A& a, const B& b,
+                          detail::source_site loc = detail::source_site::current()) {
   return einsum<Subscripts, OutSpec>(a, b, preferred_element<typename A::value_type>, loc);
 }
 
