@@ -20,7 +20,7 @@
 #include <typeshard/array/detail/copy_box.hpp>
 #include <typeshard/core/layout.hpp>
 #include <typeshard/kernels/gemm.hpp>
-#include <typeshard/ops/detail/einsum_kernel.hpp>
+#include <typeshard/array/detail/einsum_kernel.hpp>
 #include <typeshard/ops/detail/executor.hpp>
 #include <typeshard/ops/einsum.hpp>
 #include <typeshard/ops/elementwise.hpp>

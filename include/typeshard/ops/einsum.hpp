@@ -15,7 +15,7 @@
 // when it is sharded). An empty output ("i,i->") gives a rank-1 array of extent 1. The plan
 // (plan/einsum_plan.hpp) is chosen at compile time and runs as ONE multi-device operation,
 // as ts::matmul's does: the operands' collectives, the local product (each device lays its
-// blocks out as batched matrices and calls kernels::gemm, see detail/einsum_kernel.hpp),
+// blocks out as batched matrices and calls kernels::gemm, see array/detail/einsum_kernel.hpp),
 // then the output's reduction when an output spec is named. Without one, a result unreduced
 // over some axes keeps them in its type (reduce it with ts::reshard<Spec>).
 //
@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "../array/detail/einsum_kernel.hpp"
 #include "../array/device_mesh.hpp"
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
@@ -47,7 +48,6 @@
 #include "../detail/buffer.hpp"
 #include "../plan/detail/einsum_planner.hpp"
 #include "../plan/einsum_plan.hpp"
-#include "detail/einsum_kernel.hpp"
 #include "detail/executor.hpp"
 #include "detail/operand_types.hpp"
 
@@ -213,14 +213,6 @@ struct einsum_out_extents<S, LE, RE, std::index_sequence<D...>> {
   using type = extents<pick(D)...>;
 };
 
-// An array's extents padded to R with 1s.
-template <std::size_t R, std::size_t N>
-shape<R> padded_shape(const shape<N>& s) {
-  shape<R> out{};
-  for (std::size_t d = 0; d < R; ++d) out[d] = d < N ? s[d] : 1;
-  return out;
-}
-
 // The result of the contraction of arrays a and b by plan Plan (an einsum_plan, or a
 // matmul_plan: S is then matmul_subscripts) once their run-time checks passed, of element
 // type U: the plan's one run (run_einsum_on) on their blocks, padded to the plan rank.
@@ -260,14 +252,9 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
 [[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  using T = typename A::value_type;
-  if constexpr (!std::is_same_v<T, U> &&
-                (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>)) {
-    static_assert(
-        detail::require<false, diagnostic::einsum_preferred_element_unsupported<T, U>>::value);
-    return a;  // the diagnostic fired
-  } else if constexpr (!detail::check_operand_types<A, B, diagnostic::einsum_meshes_differ,
-                                                     diagnostic::einsum_element_types_differ>()) {
+  if constexpr (!detail::check_contraction_operands<
+                    A, B, U, diagnostic::einsum_preferred_element_unsupported,
+                    diagnostic::einsum_meshes_differ, diagnostic::einsum_element_types_differ>()) {
     return a;  // the diagnostic fired; stop here so nothing cascades
   } else {
     using plan = einsum_plan_for<Subscripts, A, B, OutSpec>;

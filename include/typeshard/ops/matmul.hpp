@@ -15,7 +15,7 @@
 // fixed, in matmul's words) is chosen at compile time and runs as ts::einsum's does, as ONE
 // multi-device operation (ops/einsum.hpp): the operands' collectives, each device's GEMM
 // (an operand holding all of J, or of a batch dimension the other shards, read in place at
-// the other's block: ops/detail/einsum_kernel.hpp), then the result's reduction and
+// the other's block: array/detail/einsum_kernel.hpp), then the result's reduction and
 // resharding when an output spec is named. Without one, a result unreduced over some axes
 // keeps them in its type (reduce it with ts::reshard<Spec>).
 //
@@ -91,14 +91,9 @@ template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B, 
 [[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  using T = typename A::value_type;
-  if constexpr (!std::is_same_v<T, U> &&
-                (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>)) {
-    static_assert(
-        detail::require<false, diagnostic::matmul_preferred_element_unsupported<T, U>>::value);
-    return a;  // the diagnostic fired
-  } else if constexpr (!detail::check_operand_types<A, B, diagnostic::matmul_meshes_differ,
-                                                     diagnostic::matmul_element_types_differ>()) {
+  if constexpr (!detail::check_contraction_operands<
+                    A, B, U, diagnostic::matmul_preferred_element_unsupported,
+                    diagnostic::matmul_meshes_differ, diagnostic::matmul_element_types_differ>()) {
     return a;  // the diagnostic fired; stop here so nothing cascades
   } else {
     using plan = matmul_plan_for<A, B, OutSpec>;

@@ -402,33 +402,6 @@ namespace typeshard::detail {
 
 // ---- matmul, the special case "...ij,...jk->...ik" ---------------------------------------
 
-// The subscripts of a rank-R matmul: "xy,yz->xz", "axy,ayz->axz", "abxy,abyz->abxz", ...
-// (batch dimension d is letter 'a' + d).
-template <std::size_t R>
-constexpr einsum_subscripts matmul_subscripts() {
-  static_assert(R >= 2 && R <= max_einsum_rank);
-  einsum_subscripts s;
-  auto put = [&](char c) { s.chars[s.length++] = c; };
-  auto operand = [&](char x, char y) {
-    for (std::size_t i = 0; i + 2 < R; ++i) put(static_cast<char>('a' + i));
-    put(x);
-    put(y);
-  };
-  operand('x', 'y');
-  put(',');
-  operand('y', 'z');
-  put('-');
-  put('>');
-  operand('x', 'z');
-  return s;
-}
-
-// ... and its equation.
-template <std::size_t R>
-constexpr einsum_equation matmul_equation() {
-  return equation_of<matmul_subscripts<R>()>;
-}
-
 // The plan for lhs . rhs on Mesh: the einsum planner on "...ij,...jk->...ik", batch
 // dimensions fixed (never resharded: sharded alike, or in one operand only, output spec or
 // not). `out` is ignored

@@ -1,4 +1,6 @@
-// typeshard/ops/detail/einsum_kernel.hpp: one device's local einsum, at GEMM speed.
+// typeshard/array/detail/einsum_kernel.hpp: one device's local einsum, at GEMM speed: the
+// local product of ts::einsum and ts::matmul on arrays (ops/einsum.hpp) and of ts::matmul on
+// blocks (array/block_matmul.hpp).
 // Internal: do not rely on anything in detail/.
 //
 // The local blocks are laid out as batched matrices, lhs as [batch, I, J] and rhs as
@@ -18,7 +20,7 @@
 #include <array>
 #include <cstddef>
 
-#include "../../array/detail/copy_box.hpp"
+#include "copy_box.hpp"
 #include "../../core/config.hpp"
 #include "../../core/layout.hpp"
 #include "../../detail/buffer.hpp"
@@ -26,6 +28,15 @@
 #include "../../plan/detail/einsum_subscripts.hpp"
 
 namespace typeshard::detail {
+
+// An operand's extents padded to R with trailing 1s (the plan rank: trailing extent-1
+// dimensions leave a row-major block as it is).
+template <std::size_t R, std::size_t N>
+shape<R> padded_shape(const shape<N>& s) {
+  shape<R> out{};
+  for (std::size_t d = 0; d < R; ++d) out[d] = d < N ? s[d] : 1;
+  return out;
+}
 
 // Where every dimension of lhs, rhs and the output goes in the batched-matrix layout.
 template <std::size_t R>
