@@ -47,6 +47,7 @@
 #include "../core/rules/rule2_einsum.hpp"
 #include "../detail/buffer.hpp"
 #include "../plan/detail/einsum_planner.hpp"
+#include "../plan/detail/einsum_steps.hpp"
 #include "../plan/einsum_plan.hpp"
 #include "detail/executor.hpp"
 #include "detail/operand_types.hpp"

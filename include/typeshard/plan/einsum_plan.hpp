@@ -52,6 +52,7 @@
 #include "../core/unreduced.hpp"
 #include "detail/contraction_members.hpp"
 #include "detail/einsum_planner.hpp"
+#include "detail/einsum_steps.hpp"
 #include "detail/einsum_subscripts.hpp"
 #include "../core/detail/spec_layout.hpp"
 #include "step.hpp"

@@ -54,6 +54,7 @@
 #include "../core/unreduced.hpp"
 #include "detail/contraction_members.hpp"
 #include "detail/einsum_planner.hpp"
+#include "detail/einsum_steps.hpp"
 #include "einsum_plan.hpp"
 
 namespace typeshard {
