@@ -11,6 +11,8 @@
 //                                  weight's J sharded): all_gather(rhs, dim 0, over x); local gemm
 //   matmul/all_reduce/N            A[None, x] . B[x, None] -> C[None, None]: local gemm (N x N/2
 //                                  x N each); psum(out, over x)
+//   matmul/read_slice/N            A[None, None] . B[x, None] -> C[x, None]: slice(lhs, dim 1),
+//                                  read in place (lda = N); local gemm; psum_scatter(out)
 //   part/local_gemm_reduce/N       the all_reduce case's local GEMMs alone (ts::matmul without
 //                                  an output spec: the unreduced product)
 //   part/memcpy/<case>/N           on both devices at once, a memcpy of the bytes the plan
@@ -209,6 +211,7 @@ BENCHMARK(sharded<rows_x, replicated, rows_x>)->Name("matmul/no_comm")->Apply(co
 BENCHMARK(sharded<rows_x, rows_x, rows_x>)->Name("matmul/all_gather")->Apply(configure);
 BENCHMARK(memcpy_part<rows_x, rows_x, rows_x>)->Name("part/memcpy/all_gather")->Apply(configure);
 BENCHMARK(sharded<cols_x, rows_x, replicated>)->Name("matmul/all_reduce")->Apply(configure);
+BENCHMARK(sharded<replicated, rows_x, rows_x>)->Name("matmul/read_slice")->Apply(configure);
 BENCHMARK(sharded<cols_x, rows_x, ts::auto_out>)->Name("part/local_gemm_reduce")->Apply(configure);
 BENCHMARK(memcpy_part<cols_x, rows_x, replicated>)->Name("part/memcpy/all_reduce")->Apply(configure);
 

@@ -20,7 +20,7 @@
 #include <typeshard/array/detail/copy_box.hpp>
 #include <typeshard/core/layout.hpp>
 #include <typeshard/kernels/gemm.hpp>
-#include <typeshard/ops/detail/einsum_kernel.hpp>
+#include <typeshard/array/detail/einsum_kernel.hpp>
 #include <typeshard/ops/detail/executor.hpp>
 #include <typeshard/ops/einsum.hpp>
 #include <typeshard/ops/elementwise.hpp>
@@ -68,14 +68,10 @@ TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_LOCAL_EINSUM_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_EXECUTOR_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_PLAN_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_RUN_EINSUM_INSTANCE, template)
-TYPESHARD_FOR_RUN_MATMUL_INSTANCES(TYPESHARD_RUN_MATMUL_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_REDUCE_BLOCKS_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_LAYOUT_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_PLAN_RESHARD_INSTANCE, template)
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_STEPS_INSTANCE, template)
-TYPESHARD_MATMUL_STEPS_INSTANCE(template, 2)
-TYPESHARD_MATMUL_STEPS_INSTANCE(template, 3)
-TYPESHARD_MATMUL_STEPS_INSTANCE(template, 4)
 TYPESHARD_ELEMENTWISE_INSTANCES(template, float)
 TYPESHARD_ELEMENTWISE_INSTANCES(template, double)
 }  // namespace typeshard::detail

@@ -1,6 +1,6 @@
 // matmul on MPI: every (lhs spec, rhs spec) pair on a (2,2) mesh under 4 ranks (a 1-D mesh of
 // 2 under 2 ranks), each planned as ts::matmul plans it, without an output spec and with
-// every output spec, run through the one-run executor (detail::run_matmul, the code
+// every output spec, run through the one-run executor (detail::run_einsum, the code
 // ts::matmul runs) on the MPI backend; this rank's block of the result must equal a serial
 // GEMM. The data are small integers stored as float and double (tests/unit/
 // matmul_support.hpp), so every partial sum is exact whatever order MPI reduces in: the
@@ -18,7 +18,7 @@ using mesh_1d = ts::mesh<ts::axis("x", 2)>;
 // This rank's block of a result laid out by c.out (unreduced over c.out_unreduced) against
 // the serial product (a partial sum over the device's block of J where unreduced).
 template <class Mesh, class T, std::size_t Rank>
-void check_block(const tsd::matmul_choice<Rank>& c, std::size_t p, const tsd::buffer<T>& got,
+void check_block(const tsd::einsum_choice<Rank>& c, std::size_t p, const tsd::buffer<T>& got,
                  const ts::host_tensor<T, Rank>& a, const ts::host_tensor<T, Rank>& b) {
   ts::shape<Rank> cg = a.extents();
   cg[Rank - 1] = b.extent(Rank - 1);
@@ -50,7 +50,7 @@ std::size_t all_pairs(const ts::shape<Rank>& ga, const ts::shape<Rank>& gb,
   constexpr spec_list<Rank> specs = all_specs<Mesh, Rank>();
   const auto a = random_integers<T>(ga, rng);
   const auto b = random_integers<T>(gb, rng);
-  const tsd::matmul_shapes<Rank> sh{ga, gb, sizeof(T)};
+  const tsd::einsum_shapes<Rank> sh{ga, gb, sizeof(T)};
   std::uniform_int_distribution<std::size_t> pick(0, specs.count - 1);
   std::size_t runs = 0;
   for (std::size_t i = 0; i < specs.count; ++i) {
@@ -60,21 +60,21 @@ std::size_t all_pairs(const ts::shape<Rank>& ga, const ts::shape<Rank>& gb,
       const std::string where = "lhs " + str(specs.specs[i]) + " rhs " + str(specs.specs[j]) +
                                 " shapes " + ts::to_string(ga) + " . " + ts::to_string(gb) +
                                 ", seed " + std::to_string(seed);
-      auto run = [&](const tsd::matmul_choice<Rank>& c, const std::string& what) {
+      auto run = [&](const tsd::einsum_choice<Rank>& c, const std::string& what) {
         INFO(what);
-        const auto got = tsd::run_matmul<T, Mesh, Rank>(c, m, spans(a_blocks), ga,
+        const auto got = tsd::run_einsum<T, Mesh, Rank>(tsd::matmul_equation<Rank>(), c, m, spans(a_blocks), ga,
                                                         spans(b_blocks), gb);
         check_block<Mesh>(c, p, got[p], a, b);
         ++runs;
       };
       const auto c = tsd::plan_matmul<Mesh, Rank>(specs.specs[i], specs.specs[j], false, {}, sh);
-      if (c.problem == tsd::matmul_problem::batch_specs_differ) continue;  // no plan at all
-      if (c.problem == tsd::matmul_problem::none) run(c, where + " (no output spec)");
+      if (c.problem == tsd::einsum_problem::batch_specs_differ) continue;  // no plan at all
+      if (c.problem == tsd::einsum_problem::none) run(c, where + " (no output spec)");
       const std::size_t n_out = outs_per_pair == 0 ? specs.count : outs_per_pair;
       for (std::size_t k = 0; k < n_out; ++k) {
         const auto& out = specs.specs[outs_per_pair == 0 ? k : pick(rng)];
         const auto cn = tsd::plan_matmul<Mesh, Rank>(specs.specs[i], specs.specs[j], true, out, sh);
-        REQUIRE(cn.problem == tsd::matmul_problem::none);
+        REQUIRE(cn.problem == tsd::einsum_problem::none);
         run(cn, where + " out " + str(out));
       }
     }

@@ -85,8 +85,8 @@ static_assert(case4_cols::steps[0].kind == kind::all_gather && case4_cols::steps
 static_assert(ts::detail::plan_matmul<mesh_2x2, 2>(
                   ts::detail::spec_array_of<ts::spec<"x", none>, 2>(),
                   ts::detail::spec_array_of<ts::spec<none, "x">, 2>(), false, {},
-                  ts::detail::matmul_shapes<2>{{4, 4}, {4, 4}, 4})
-                  .problem == ts::detail::matmul_problem::free_dims_share_axis);
+                  ts::detail::einsum_shapes<2>{{4, 4}, {4, 4}, 4})
+                  .problem == ts::detail::einsum_problem::output_letters_share_axis);
 
 // ---- J over different axes: gather the cheaper operand ---------------------------------
 // Equal blocks: the rule's tie-break gathers rhs; the result is unreduced over lhs's axis.
@@ -153,9 +153,9 @@ static_assert(std::is_same_v<partial_both::local_unreduced, ts::unreduced<"x", "
 static_assert(ts::detail::plan_matmul<mesh_2x2, 2>(
                   ts::detail::spec_array_of<ts::spec<none, none>, 2>(),
                   ts::detail::spec_array_of<ts::spec<none, "x">, 2>(), false, {},
-                  ts::detail::matmul_shapes<2>{{4, 4}, {4, 4}, 4},
+                  ts::detail::einsum_shapes<2>{{4, 4}, {4, 4}, 4},
                   ts::detail::unreduced_list<ts::unreduced<"x">>(), {})
-                  .problem == ts::detail::matmul_problem::unreduced_conflict);
+                  .problem == ts::detail::einsum_problem::unreduced_conflict);
 
 // ---- dynamic extents: the documented rule (all extents taken equal) ---------------------
 using dyn_plan = ts::matmul_plan<mesh_2x2, ts::spec<none, "x">, ts::spec<none, none>>;

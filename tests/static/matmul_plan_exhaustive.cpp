@@ -20,14 +20,14 @@ using namespace matmul_test;
 
 using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
 // The constant evaluations below enumerate the specs afresh instead of reading one constexpr
-// list: g++ 12 rejects some copies out of a constexpr object (detail/matmul_planner.hpp).
+// list: g++ 12 rejects some copies out of a constexpr object (detail/contraction_members.hpp).
 static_assert(all_specs<mesh_2x2, 2>().count == 11,
               "(None|x|y|(x,y)|(y,x)) x (...) without repeats: 11 specs");
 
 // The planner against the rule for every pair, for the given extents.
 constexpr bool all_pairs_follow_rule(ts::shape<2> a, ts::shape<2> b, bool nominal) {
   const auto specs = all_specs<mesh_2x2, 2>();
-  tsd::matmul_shapes<2> sh{a, b, 4};
+  tsd::einsum_shapes<2> sh{a, b, 4};
   if (nominal) sh.lhs = sh.rhs = {4096, 4096};
   for (std::size_t i = 0; i < specs.count; ++i)
     for (std::size_t j = 0; j < specs.count; ++j) {
@@ -47,11 +47,11 @@ static_assert(all_pairs_follow_rule({0, 0}, {0, 0}, true));      // dynamic: all
 constexpr std::size_t case4_pairs() {
   const auto specs = all_specs<mesh_2x2, 2>();
   std::size_t n = 0;
-  const tsd::matmul_shapes<2> sh{{8, 8}, {8, 8}, 4};
+  const tsd::einsum_shapes<2> sh{{8, 8}, {8, 8}, 4};
   for (std::size_t i = 0; i < specs.count; ++i)
     for (std::size_t j = 0; j < specs.count; ++j)
       n += tsd::plan_matmul<mesh_2x2, 2>(specs.specs[i], specs.specs[j], false, {}, sh).problem ==
-           tsd::matmul_problem::free_dims_share_axis;
+           tsd::einsum_problem::output_letters_share_axis;
   return n;
 }
 static_assert(case4_pairs() > 0 && case4_pairs() < 121);
@@ -74,7 +74,7 @@ constexpr bool gemm_reads_inputs(std::size_t i, std::size_t j) {
 template <std::size_t I, std::size_t J>
 constexpr bool typed_pair_follows_rule() {
   constexpr auto e = expectation(I, J);
-  if constexpr (e.problem != tsd::matmul_problem::none) {
+  if constexpr (e.problem != tsd::einsum_problem::none) {
     return true;  // a compile error when instantiated (see the header comment)
   } else {
     using plan = ts::matmul_plan<mesh_2x2, spec_t<I>, spec_t<J>, ts::auto_out, ts::extents<8, 8>>;

@@ -7,10 +7,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -205,4 +207,44 @@ TEST_CASE("matmul: the case-4 fix on a (data, model) mesh runs one all_gather", 
   CHECK(equal(ts::to_host(C), serial<2, 2, 2>("ij,jk->ik", a, b, {8, 8})));
   auto E = ts::einsum<"ij,jk->ik", ts::spec<"model", none>>(A, B);
   CHECK(equal(ts::to_host(E), serial<2, 2, 2>("ij,jk->ik", a, b, {8, 8})));
+}
+
+TEST_CASE("einsum kernel: a pending slice of J or of a batch dimension is read in place",
+          "[einsum][matmul]") {
+  namespace tsd = ts::detail;
+  std::vector<float> x(4 * 6 * 8);
+  const std::array<std::size_t, 3> no_strides{};
+  // lhs [batch 4, I 6, J 8] holding all of the batch and of J, reading batch [2, 4), J [4, 8):
+  // rows of 4 at leading dimension 8, batch elements 48 apart.
+  const auto mm = tsd::matmul_equation<3>();
+  const auto a = tsd::gemm_operand_of<float, 3>(mm, true, x.data(), {4, 6, 8}, {2, 0, 4},
+                                                {2, 6, 4}, no_strides, false, 2, 6, 4);
+  CHECK(a.packed.size() == 0);
+  CHECK(!a.transposed);
+  CHECK(a.ld == 8);
+  CHECK(a.data == x.data() + 2 * 48 + 4);
+  CHECK(a.offset(1) == 48);
+  // rhs [batch 4, J 8, K 6] reading J [4, 8): leading dimension 6.
+  const auto b = tsd::gemm_operand_of<float, 3>(mm, false, x.data(), {4, 8, 6}, {0, 4, 0},
+                                                {4, 4, 6}, no_strides, false, 4, 4, 6);
+  CHECK(b.packed.size() == 0);
+  CHECK(b.ld == 6);
+  CHECK(b.data == x.data() + 4 * 6);
+  CHECK(b.offset(3) == 3 * 48);
+  // "ji,jk->ik": lhs stored [J 8, I 6], sliced along J, read transposed in place.
+  const auto tr = tsd::parse_einsum("ji,jk->ik");
+  std::array<std::size_t, 2> s2{};
+  const auto t = tsd::gemm_operand_of<float, 2>(tr, true, x.data(), {8, 6}, {4, 0}, {4, 6}, s2,
+                                                false, 1, 6, 4);
+  CHECK(t.packed.size() == 0);
+  CHECK(t.transposed);
+  CHECK(t.ld == 6);
+  CHECK(t.data == x.data() + 4 * 6);
+  // "xyj,jk->xyk" with y sliced: the rows (x, y) are no evenly strided run: packed.
+  const auto rows = tsd::parse_einsum("xyj,jk->xyk");
+  const std::array<std::size_t, 3> packed_strides{12, 4, 1};
+  const auto p = tsd::gemm_operand_of<float, 3>(rows, true, x.data(), {4, 6, 8}, {0, 0, 0},
+                                                {4, 3, 4}, packed_strides, false, 1, 12, 4);
+  CHECK(p.packed.size() == 4 * 3 * 4);
+  CHECK(p.ld == 4);
 }

@@ -134,12 +134,14 @@ TEST_CASE("matmul: the typed plan is the planner's answer for the nominal extent
   const auto c = ts::detail::plan_matmul<mesh_2x2, 2>(
       ts::detail::spec_array_of<ts::spec<none, "x">, 2>(), ts::detail::spec_array_of<ts::spec<"y", none>, 2>(),
       true, ts::detail::spec_array_of<ts::spec<"x", none>, 2>(),
-      ts::detail::matmul_shapes<2>{{4096, 4096}, {4096, 4096}, sizeof(float)});
+      ts::detail::einsum_shapes<2>{{4096, 4096}, {4096, 4096}, sizeof(float)});
   CHECK(c.lhs_gemm == plan::choice.lhs_gemm);
   CHECK(c.rhs_gemm == plan::choice.rhs_gemm);
   CHECK(c.out == plan::choice.out);
   CHECK(plan::bytes_moved({4096, 4096}, {4096, 4096}) ==
-        ts::detail::cost_of<mesh_2x2>(c, {{4096, 4096}, {4096, 4096}, sizeof(float)}).bytes);
+        ts::detail::einsum_cost_of<mesh_2x2>(ts::detail::matmul_equation<2>(), c,
+                                             {{4096, 4096}, {4096, 4096}, sizeof(float)})
+            .bytes);
 }
 
 TEST_CASE("matmul: run-time errors name the extents and the devices", "[matmul]") {

@@ -88,7 +88,7 @@ TEST_CASE("matmul of partial sums on the 2x2 mesh: every spec, unreduced axes an
   const ts::shape<R> ga{8, 4}, gb{4, 8};
   const auto a = random_integers<float>(ga, rng);
   const auto b = random_integers<float>(gb, rng);
-  const tsd::matmul_shapes<R> sh{ga, gb, sizeof(float)};
+  const tsd::einsum_shapes<R> sh{ga, gb, sizeof(float)};
   const auto specs = all_specs<mesh_2x2, R>();
   std::size_t runs = 0, conflicts = 0;
   for (std::size_t i = 0; i < specs.count; ++i)
@@ -107,7 +107,7 @@ TEST_CASE("matmul of partial sums on the 2x2 mesh: every spec, unreduced axes an
           bool overlap = uses_any(rhs, ua) || uses_any(lhs, ub);
           for (std::size_t k = 0; k < ua.count; ++k) overlap = overlap || ub.uses(ua.axes[k]);
           if (overlap) {
-            REQUIRE(c.problem == tsd::matmul_problem::unreduced_conflict);
+            REQUIRE(c.problem == tsd::einsum_problem::unreduced_conflict);
             ++conflicts;
             continue;
           }
@@ -116,8 +116,8 @@ TEST_CASE("matmul of partial sums on the 2x2 mesh: every spec, unreduced axes an
           REQUIRE(c.problem == e.problem);
           const auto a_blocks = put_partial(a, lhs, ua);
           const auto b_blocks = put_partial(b, rhs, ub);
-          auto run = [&](const tsd::matmul_choice<R>& choice) {
-            auto got = tsd::run_matmul<float, mesh_2x2, R>(choice, m, spans(a_blocks), ga, spans(b_blocks), gb);
+          auto run = [&](const tsd::einsum_choice<R>& choice) {
+            auto got = tsd::run_einsum<float, mesh_2x2, R>(tsd::matmul_equation<R>(), choice, m, spans(a_blocks), ga, spans(b_blocks), gb);
             got = reduce(m, std::move(got), choice.out, choice.out_unreduced, {ga[0], gb[1]});
             auto reduced = choice;
             reduced.out_unreduced = {};
@@ -126,7 +126,7 @@ TEST_CASE("matmul of partial sums on the 2x2 mesh: every spec, unreduced axes an
             REQUIRE(err.empty());
             ++runs;
           };
-          if (c.problem == tsd::matmul_problem::none) {
+          if (c.problem == tsd::einsum_problem::none) {
             REQUIRE(c.out == e.out);
             REQUIRE(c.out_unreduced.count == e.unreduced.count + ua.count + ub.count);
             for (const ts::dim_spec* u : {&e.unreduced, &ua, &ub})
@@ -136,7 +136,7 @@ TEST_CASE("matmul of partial sums on the 2x2 mesh: every spec, unreduced axes an
           for (std::size_t k = 0; k < specs.count; ++k) {
             const auto cn = tsd::plan_matmul<mesh_2x2, R>(lhs, rhs, true, specs.specs[k], sh, ua, ub);
             INFO("out " << str(specs.specs[k]));
-            REQUIRE(cn.problem == tsd::matmul_problem::none);
+            REQUIRE(cn.problem == tsd::einsum_problem::none);
             REQUIRE(cn.out_unreduced.count == 0);
             run(cn);
           }

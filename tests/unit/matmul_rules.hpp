@@ -4,7 +4,7 @@
 // - expect_by_rule: DESIGN rule 2's case rules for a matmul without an output spec (batch
 //   dimensions sharded alike, or in one operand only: the other reads that block),
 //   restated directly (case analysis and the gather cost formula), independently of the
-//   planner in detail/matmul_planner.hpp, which the tests check against it;
+//   planner in detail/einsum_planner.hpp, which the tests check against it;
 // - follows_rule(expectation, choice).
 // Used by tests/static/matmul_plan_exhaustive.cpp at compile time and by the unit tests.
 #pragma once
@@ -65,7 +65,7 @@ constexpr spec_list<Rank> all_specs() {
 
 template <std::size_t Rank>
 struct rule_expectation {
-  tsd::matmul_problem problem = tsd::matmul_problem::none;
+  tsd::einsum_problem problem = tsd::einsum_problem::none;
   spec_array<Rank> lhs_gemm{}, rhs_gemm{}, out{};
   ts::dim_spec unreduced{};
 };
@@ -98,7 +98,7 @@ constexpr rule_expectation<Rank> expect_by_rule(const spec_array<Rank>& lhs, con
   for (std::size_t d = 0; d + 2 < Rank; ++d) {
     if (lhs[d] == rhs[d]) continue;
     if (lhs[d].count != 0 && rhs[d].count != 0) {
-      e.problem = tsd::matmul_problem::batch_specs_differ;
+      e.problem = tsd::einsum_problem::batch_specs_differ;
       return e;
     }
     if (lhs[d].count == 0)
@@ -107,7 +107,7 @@ constexpr rule_expectation<Rank> expect_by_rule(const spec_array<Rank>& lhs, con
       rhs_taken[d] = lhs[d];
   }
   if (entry_uses_any(lhs_taken, Rank, lhs[I]) || entry_uses_any(rhs_taken, Rank, rhs[J])) {
-    e.problem = tsd::matmul_problem::batch_axis_on_free_dim;
+    e.problem = tsd::einsum_problem::batch_axis_taken_twice;
     return e;
   }
   e.lhs_gemm = lhs;
@@ -137,7 +137,7 @@ constexpr rule_expectation<Rank> expect_by_rule(const spec_array<Rank>& lhs, con
   }
   for (std::size_t a = 0; a < e.lhs_gemm[I].count; ++a)
     if (e.rhs_gemm[J].uses(e.lhs_gemm[I].axes[a])) {
-      e.problem = tsd::matmul_problem::free_dims_share_axis;
+      e.problem = tsd::einsum_problem::output_letters_share_axis;
       return e;
     }
   e.unreduced = e.lhs_gemm[J].count ? e.lhs_gemm[J] : e.rhs_gemm[I];
@@ -148,9 +148,9 @@ constexpr rule_expectation<Rank> expect_by_rule(const spec_array<Rank>& lhs, con
 }
 
 template <std::size_t Rank>
-constexpr bool follows_rule(const rule_expectation<Rank>& e, const tsd::matmul_choice<Rank>& c) {
+constexpr bool follows_rule(const rule_expectation<Rank>& e, const tsd::einsum_choice<Rank>& c) {
   if (e.problem != c.problem) return false;
-  if (e.problem != tsd::matmul_problem::none) return true;
+  if (e.problem != tsd::einsum_problem::none) return true;
   return e.lhs_gemm == c.lhs_gemm && e.rhs_gemm == c.rhs_gemm && e.out == c.out &&
          e.unreduced == c.out_unreduced;
 }

@@ -2,7 +2,7 @@
 //
 // - matmul_rules.hpp: the spec enumeration and the rule expectation (compile-time);
 // - put_blocks: device_put for a spec held as a value (the tests run plans chosen at run
-//   time through detail::run_matmul, one instantiation for thousands of spec combinations);
+//   time through detail::run_einsum, one instantiation for thousands of spec combinations);
 // - check_result: every device's block of the result against a serial GEMM in double,
 //   including unreduced results, whose per-device partial sums are checked exactly
 //   (each device must hold the sum over its own block of J).
@@ -90,7 +90,7 @@ double reference(const ts::host_tensor<T, Rank>& a, const ts::host_tensor<T, Ran
 // partial sum over the device's block of J along the unreduced axes. Returns "" or the
 // first mismatch.
 template <class Mesh, class T, std::size_t Rank>
-std::string check_result(const tsd::matmul_choice<Rank>& c, const std::vector<tsd::buffer<T>>& got,
+std::string check_result(const tsd::einsum_choice<Rank>& c, const std::vector<tsd::buffer<T>>& got,
                          const ts::host_tensor<T, Rank>& a, const ts::host_tensor<T, Rank>& b) {
   ts::shape<Rank> cg = a.extents();
   cg[Rank - 1] = b.extent(Rank - 1);
@@ -133,9 +133,9 @@ namespace matmul_test {
 
 // What the rule expectation says about a planner's choice: "" or the first difference.
 template <std::size_t Rank>
-std::string compare(const rule_expectation<Rank>& e, const tsd::matmul_choice<Rank>& c) {
+std::string compare(const rule_expectation<Rank>& e, const tsd::einsum_choice<Rank>& c) {
   if (e.problem != c.problem) return "problem differs";
-  if (e.problem != tsd::matmul_problem::none) return {};
+  if (e.problem != tsd::einsum_problem::none) return {};
   if (e.lhs_gemm != c.lhs_gemm) return "lhs_gemm " + str(c.lhs_gemm) + ", rule says " + str(e.lhs_gemm);
   if (e.rhs_gemm != c.rhs_gemm) return "rhs_gemm " + str(c.rhs_gemm) + ", rule says " + str(e.rhs_gemm);
   if (e.out != c.out) return "out " + str(c.out) + ", rule says " + str(e.out);
@@ -181,7 +181,7 @@ combo_stats run_all_pairs(ts::cpu_devices& devices, const ts::shape<Rank>& ga, c
   constexpr spec_list<Rank> specs = all_specs<Mesh, Rank>();
   const auto a = random_integers<T>(ga, rng);
   const auto b = random_integers<T>(gb, rng);
-  tsd::matmul_shapes<Rank> sh{ga, gb, sizeof(T)};
+  tsd::einsum_shapes<Rank> sh{ga, gb, sizeof(T)};
   if (nominal)
     for (std::size_t d = 0; d < Rank; ++d) sh.lhs[d] = sh.rhs[d] = 4096;
   combo_stats stats;
@@ -203,18 +203,18 @@ combo_stats run_all_pairs(ts::cpu_devices& devices, const ts::shape<Rank>& ga, c
         INFO(where << ": " << diff);
         REQUIRE(diff.empty());
       }
-      if (c.problem == tsd::matmul_problem::batch_specs_differ) {
+      if (c.problem == tsd::einsum_problem::batch_specs_differ) {
         ++stats.rejected;
         continue;  // no plan, named or not (rule 2)
       }
       const auto b_blocks = put_blocks<Mesh>(b, rhs);
-      auto run_and_check = [&](const tsd::matmul_choice<Rank>& choice, const std::string& what) {
-        const auto got = tsd::run_matmul<T, Mesh, Rank>(choice, m, spans(a_blocks), ga, spans(b_blocks), gb);
+      auto run_and_check = [&](const tsd::einsum_choice<Rank>& choice, const std::string& what) {
+        const auto got = tsd::run_einsum<T, Mesh, Rank>(tsd::matmul_equation<Rank>(), choice, m, spans(a_blocks), ga, spans(b_blocks), gb);
         const std::string err = check_result<Mesh>(choice, got, a, b);
         INFO(what << ": " << err);
         REQUIRE(err.empty());
       };
-      if (c.problem == tsd::matmul_problem::none) {
+      if (c.problem == tsd::einsum_problem::none) {
         ++stats.planned;
         bool one_sided = false;
         for (std::size_t d = 0; d + 2 < Rank; ++d)
@@ -237,16 +237,17 @@ combo_stats run_all_pairs(ts::cpu_devices& devices, const ts::shape<Rank>& ga, c
         const auto cn = tsd::plan_matmul<Mesh, Rank>(lhs, rhs, true, out, sh);
         const std::string w = where + " out " + str(out);
         INFO(w);
-        REQUIRE(cn.problem == tsd::matmul_problem::none);
+        REQUIRE(cn.problem == tsd::einsum_problem::none);
         REQUIRE(cn.out == out);
         REQUIRE(cn.out_unreduced.count == 0);
         // The cheapest wins: never worse than the unnamed plan followed by a reshard to out.
-        if (c.problem == tsd::matmul_problem::none) {
+        if (c.problem == tsd::einsum_problem::none) {
           auto via_rule = c;
           via_rule.out_named = true;
           via_rule.out = out;
           via_rule.out_unreduced = {};
-          REQUIRE(tsd::cost_of<Mesh>(cn, sh).bytes <= tsd::cost_of<Mesh>(via_rule, sh).bytes);
+          REQUIRE(tsd::einsum_cost_of<Mesh>(tsd::matmul_equation<Rank>(), cn, sh).bytes <=
+                  tsd::einsum_cost_of<Mesh>(tsd::matmul_equation<Rank>(), via_rule, sh).bytes);
         }
         ++stats.named;
         run_and_check(cn, w);

@@ -570,7 +570,7 @@ struct runner {
               set_state<S>(ts::map(ts::matmul<S>(a, w), clamp));
             } else {
               using plan = ts::matmul_plan_for<A, decltype(w)>;
-              if constexpr (plan::choice.problem != ts::detail::matmul_problem::none) {
+              if constexpr (plan::choice.problem != ts::detail::einsum_problem::none) {
                 trace << "  (matmul with " << Rhs::to_string() << " needs an output spec: skipped)\n";
                 return;
               } else {

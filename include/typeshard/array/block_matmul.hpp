@@ -1,6 +1,8 @@
 // typeshard/array/block_matmul.hpp: ts::matmul of two blocks inside ts::shard_map, the local
 // product (C[..., m, n] = A[..., m, k] . B[..., k, n]), either operand possibly a
-// ts::transpose view (array/block.hpp) that the GEMM reads in place.
+// ts::transpose view (array/block.hpp) that the GEMM reads in place. As on arrays, the
+// product is the einsum of matmul's subscripts (detail::matmul_subscripts): one device's
+// local einsum (detail/einsum_kernel.hpp) on the blocks as stored.
 //
 // Local: no communication. The collectives around it are the program's own, so a contraction
 // over a sharded dimension leaves a partial sum on each device to psum or psum_scatter. Rule 2
@@ -21,6 +23,8 @@
 #include "../core/errors.hpp"
 #include "host_tensor.hpp"
 #include "../kernels/gemm.hpp"
+#include "../plan/detail/einsum_subscripts.hpp"
+#include "detail/einsum_kernel.hpp"
 #include "../core/rules/rule2_matmul.hpp"
 
 namespace typeshard {
@@ -60,7 +64,10 @@ const auto& stored_block(const X& x) {
 
 namespace detail {
 
-// The product of ts::matmul(block, block) once its operands are known to fit.
+// The product of ts::matmul(block, block) once its operands are known to fit. float, double
+// and bfloat16: the local einsum of "...xy,...yz->...xz" on the stored blocks (a transposed
+// view's letters swapped, a rank-2 rhs without batch letters: one GEMM of all the batch's
+// rows); other element types: the kernels' reference loop per batch element.
 template <class A, class B>
 auto block_product(const A& a, const B& b) {
   using arr_a = std::remove_cvref_t<A>;
@@ -81,21 +88,22 @@ auto block_product(const A& a, const B& b) {
   shape<R> out_shape = a.extents();
   out_shape[R - 1] = n;
   detail::buffer<T> c(host_tensor<T, R>::element_count(out_shape));
-  // Row strides as stored: a transposed A is stored k x m, a transposed B n x k.
-  const std::size_t lda = ta ? m : k, ldb = tb ? k : n;
-  const std::size_t b_stride = RB == R ? k * n : 0;
   const T* a_data = detail::stored_block(a).data();
   const T* b_data = detail::stored_block(b).data();
-  for (std::size_t i = 0; i < batch; ++i) {
-    const T* pa = a_data + i * m * k;
-    const T* pb = b_data + i * b_stride;
-    T* pc = c.data() + i * m * n;
-    if constexpr (is_gemm_element_v<T>) {  // bfloat16: float sums, rounded once
-      kernels::gemm<T>(m, n, k, pa, lda, pb, ldb, pc, n, false, {.trans_a = ta, .trans_b = tb});
-    } else {  // other element types: the kernels' reference loop, through row/column strides
-      kernels::detail::gemm_naive(m, n, k, pa, ta ? 1 : lda, ta ? lda : 1, pb, tb ? 1 : ldb,
-                                  tb ? ldb : 1, pc, n, false);
-    }
+  if constexpr (is_gemm_element_v<T>) {  // bfloat16: float sums, rounded once
+    constexpr einsum_equation eq = matmul_equation<R, RB, ta, tb>();
+    const shape<R> as = padded_shape<R>(detail::stored_block(a).extents());
+    const shape<R> bs = padded_shape<R>(detail::stored_block(b).extents());
+    local_einsum<T, R>(eq, a_data, as, shape<R>{}, as, b_data, bs, shape<R>{}, bs, c.data(),
+                       out_shape);
+  } else {
+    // Row strides as stored: a transposed A is stored k x m, a transposed B n x k.
+    const std::size_t lda = ta ? m : k, ldb = tb ? k : n;
+    const std::size_t b_stride = RB == R ? k * n : 0;
+    for (std::size_t i = 0; i < batch; ++i)
+      kernels::detail::gemm_naive(m, n, k, a_data + i * m * k, ta ? 1 : lda, ta ? lda : 1,
+                                  b_data + i * b_stride, tb ? 1 : ldb, tb ? ldb : 1,
+                                  c.data() + i * m * n, n, false);
   }
   return block<T, R, typename arr_a::mesh_type, arr_a::varying | arr_b::varying>(
       a.context(), out_shape, std::move(c));

@@ -15,7 +15,7 @@
 // when it is sharded). An empty output ("i,i->") gives a rank-1 array of extent 1. The plan
 // (plan/einsum_plan.hpp) is chosen at compile time and runs as ONE multi-device operation,
 // as ts::matmul's does: the operands' collectives, the local product (each device lays its
-// blocks out as batched matrices and calls kernels::gemm, see detail/einsum_kernel.hpp),
+// blocks out as batched matrices and calls kernels::gemm, see array/detail/einsum_kernel.hpp),
 // then the output's reduction when an output spec is named. Without one, a result unreduced
 // over some axes keeps them in its type (reduce it with ts::reshard<Spec>).
 //
@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "../array/detail/einsum_kernel.hpp"
 #include "../array/device_mesh.hpp"
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
@@ -46,8 +47,8 @@
 #include "../core/rules/rule2_einsum.hpp"
 #include "../detail/buffer.hpp"
 #include "../plan/detail/einsum_planner.hpp"
+#include "../plan/detail/einsum_steps.hpp"
 #include "../plan/einsum_plan.hpp"
-#include "detail/einsum_kernel.hpp"
 #include "detail/executor.hpp"
 #include "detail/operand_types.hpp"
 
@@ -196,7 +197,8 @@ void check_einsum_operands(const A& a, const B& b) {
 
 // The result's extents: each output letter's, static where either operand's is; [1] for an
 // empty output.
-template <einsum_subscripts S, class LE, class RE, class = std::make_index_sequence<equation_of<S>.result_rank()>>
+template <einsum_subscripts S, class LE, class RE,
+          class = std::make_index_sequence<equation_of<S>.result_rank()>>
 struct einsum_out_extents;
 template <einsum_subscripts S, class LE, class RE, std::size_t... D>
 struct einsum_out_extents<S, LE, RE, std::index_sequence<D...>> {
@@ -212,12 +214,31 @@ struct einsum_out_extents<S, LE, RE, std::index_sequence<D...>> {
   using type = extents<pick(D)...>;
 };
 
-// An array's extents padded to R with 1s.
-template <std::size_t R, std::size_t N>
-shape<R> padded_shape(const shape<N>& s) {
-  shape<R> out{};
-  for (std::size_t d = 0; d < R; ++d) out[d] = d < N ? s[d] : 1;
-  return out;
+// The result of the contraction of arrays a and b by plan Plan (an einsum_plan, or a
+// matmul_plan: S is then matmul_subscripts) once their run-time checks passed, of element
+// type U: the plan's one run (run_einsum_on) on their blocks, padded to the plan rank.
+template <einsum_subscripts S, class Plan, class U, class A, class B>
+auto contraction_result(const A& a, const B& b) {
+  using T = typename A::value_type;
+  using Mesh = typename A::mesh_type;
+  constexpr std::size_t R = Plan::rank;
+  constexpr std::size_t OR = equation_of<S>.result_rank();
+  constexpr einsum_equation eq = equation_of<S>;
+  using result = sharded_array<
+      U, Mesh, typename Plan::out_spec,
+      typename einsum_out_extents<S, typename A::extents_type, typename B::extents_type>::type,
+      typename Plan::out_unreduced>;
+  const shape<R> ag = padded_shape<R>(a.extents());
+  const shape<R> bg = padded_shape<R>(b.extents());
+  const shape<R> cg = einsum_out_shape(eq, einsum_shapes<R>{ag, bg, sizeof(T)});
+  shape<OR> c_global{};
+  for (std::size_t d = 0; d < OR; ++d) c_global[d] = cg[d];
+  const device_mesh<Mesh>& m = a.device_mesh();
+  return result(adopt_shards, m, c_global,
+                einsum_blocks<T, R, U>(eq, Plan::choice, m.get_backend(),
+                                       std::span<const device_id>(m.devices()),
+                                       mesh_value_of<Mesh>(), *a.shared_shards(), ag,
+                                       *b.shared_shards(), bg));
 }
 
 }  // namespace detail
@@ -232,42 +253,17 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
 [[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  using T = typename A::value_type;
-  if constexpr (!std::is_same_v<T, U> &&
-                (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>)) {
-    static_assert(
-        detail::require<false, diagnostic::einsum_preferred_element_unsupported<T, U>>::value);
-    return a;  // the diagnostic fired
-  } else if constexpr (!detail::check_operand_types<A, B, diagnostic::einsum_meshes_differ,
-                                                     diagnostic::einsum_element_types_differ>()) {
+  if constexpr (!detail::check_contraction_operands<
+                    A, B, U, diagnostic::einsum_preferred_element_unsupported,
+                    diagnostic::einsum_meshes_differ, diagnostic::einsum_element_types_differ>()) {
     return a;  // the diagnostic fired; stop here so nothing cascades
   } else {
     using plan = einsum_plan_for<Subscripts, A, B, OutSpec>;
     if constexpr (!plan::valid) {
       return a;  // the plan's diagnostic fired
     } else {
-      using Mesh = typename A::mesh_type;
-      constexpr std::size_t R = plan::rank;
-      constexpr std::size_t OR = plan::result_rank;
-      constexpr detail::einsum_equation eq = detail::equation_of<Subscripts>;
-      using result = sharded_array<
-          U, Mesh, typename plan::out_spec,
-          typename detail::einsum_out_extents<Subscripts, typename A::extents_type,
-                                              typename B::extents_type>::type,
-          typename plan::out_unreduced>;
       detail::check_einsum_operands<Subscripts>(a, b);
-      const shape<R> ag = detail::padded_shape<R>(a.extents());
-      const shape<R> bg = detail::padded_shape<R>(b.extents());
-      const shape<R> cg =
-          detail::einsum_out_shape(eq, detail::einsum_shapes<R>{ag, bg, sizeof(T)});
-      shape<OR> c_global{};
-      for (std::size_t d = 0; d < OR; ++d) c_global[d] = cg[d];
-      const device_mesh<Mesh>& m = a.device_mesh();
-      return result(adopt_shards, m, c_global,
-                    detail::einsum_blocks<T, R, U>(
-                        eq, plan::choice, m.get_backend(), std::span<const device_id>(m.devices()),
-                        detail::mesh_value_of<Mesh>(), *a.shared_shards(), ag,
-                        *b.shared_shards(), bg));
+      return detail::contraction_result<Subscripts, plan, U>(a, b);
     }
   }
 }
@@ -276,7 +272,8 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
 template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
           sharded_array_type B>
   requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto einsum(const A& a, const B& b, detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto einsum(const A& a, const B& b,
+                          detail::source_site loc = detail::source_site::current()) {
   return einsum<Subscripts, OutSpec>(a, b, preferred_element<typename A::value_type>, loc);
 }
 

@@ -52,13 +52,30 @@
 #include "../core/unreduced.hpp"
 #include "detail/contraction_members.hpp"
 #include "detail/einsum_planner.hpp"
+#include "detail/einsum_steps.hpp"
 #include "detail/einsum_subscripts.hpp"
-#include "matmul_plan.hpp"
+#include "../core/detail/spec_layout.hpp"
 #include "step.hpp"
 
 namespace typeshard {
 
+// auto_out: ts::einsum or ts::matmul without a named output spec (the result's sharding
+// follows from the operands', and may be unreduced).
+struct auto_out {};
+
 namespace detail {
+
+template <std::size_t A, std::size_t B>
+inline constexpr std::size_t max_of = A < B ? B : A;
+
+// The first axis of Spec the mesh does not have, or an empty name.
+template <class Mesh, class Spec>
+constexpr axis_name axis_not_on() {
+  for (const dim_spec& d : Spec::dims)
+    for (std::size_t a = 0; a < d.count; ++a)
+      if (!Mesh::contains(d.axes[a])) return d.axes[a];
+  return {};
+}
 
 struct letter_extent_mismatch {
   char letter = 0;
@@ -118,10 +135,12 @@ constexpr bool check_einsum_inputs() {
   } else if constexpr (!is_gemm_element_v<T>) {
     return require<false, diagnostic::einsum_element_not_float_or_double<T>>::value && false;
   } else if constexpr (LE::rank != eq.lhs_rank) {
-    return require<false, diagnostic::einsum_operand_rank_differs<0, eq.lhs_rank, LE::rank>>::value &&
+    return require<false,
+                   diagnostic::einsum_operand_rank_differs<0, eq.lhs_rank, LE::rank>>::value &&
            false;
   } else if constexpr (RE::rank != eq.rhs_rank) {
-    return require<false, diagnostic::einsum_operand_rank_differs<1, eq.rhs_rank, RE::rank>>::value &&
+    return require<false,
+                   diagnostic::einsum_operand_rank_differs<1, eq.rhs_rank, RE::rank>>::value &&
            false;
   } else if constexpr (!check_spec<Mesh, Lhs, eq.lhs_rank>() ||
                        !check_spec<Mesh, Rhs, eq.rhs_rank>()) {
@@ -182,6 +201,10 @@ struct einsum_form {
   // the members stay well-formed).
   static constexpr std::size_t rank =
       max_of<einsum_rank_of<Subscripts>, max_of<LhsExtents::rank, RhsExtents::rank>>;
+  static constexpr std::size_t lhs_rank = LhsExtents::rank;
+  static constexpr std::size_t rhs_rank = RhsExtents::rank;
+  static constexpr std::size_t result_rank =
+      equation_of<Subscripts>.ok() ? equation_of<Subscripts>.result_rank() : 1;
   using mesh_type = Mesh;
   using value_type = T;
   static constexpr bool extents_static = LhsExtents::all_static && RhsExtents::all_static;
@@ -190,6 +213,11 @@ struct einsum_form {
   static constexpr bool inputs_valid =
       check_einsum_inputs<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents, RhsExtents,
                           T>();
+
+  template <einsum_problem Problem, char Letter, axis_name Axis>
+  static constexpr bool check_choice() {
+    return check_einsum_choice<Problem, Letter, Axis>();
+  }
 
   static constexpr einsum_equation equation() { return equation_of<Subscripts>; }
   static constexpr einsum_shapes<rank> shapes() {
@@ -260,49 +288,18 @@ struct einsum_plan
   static constexpr detail::einsum_equation equation = detail::equation_of<Subscripts>;
   // The plan rank (see einsum_form).
   static constexpr std::size_t rank = form::rank;
-  static constexpr std::size_t lhs_rank = LhsExtents::rank;
-  static constexpr std::size_t rhs_rank = RhsExtents::rank;
-  static constexpr std::size_t result_rank = equation.ok() ? equation.result_rank() : 1;
+  static constexpr std::size_t lhs_rank = form::lhs_rank;
+  static constexpr std::size_t rhs_rank = form::rhs_rank;
+  static constexpr std::size_t result_rank = form::result_rank;
   using mesh_type = Mesh;
   using value_type = T;
   static constexpr bool out_named = !std::is_same_v<OutSpec, auto_out>;
 
-  // Whether the inputs satisfy rules 1 and 2 (else exactly one diagnostic fired).
-  static constexpr bool inputs_valid = form::inputs_valid;
-
- private:
-  static constexpr std::size_t R = rank;
-
- public:
-  // The chosen plan as a value (what ts::einsum executes).
-  static constexpr detail::einsum_choice<R> choice = form::make();
-
-  // Whether a plan exists: the inputs are valid and the rules allow the product.
-  static constexpr bool valid =
-      inputs_valid &&
-      detail::check_einsum_choice<choice.problem, choice.problem_letter,
-                                  choice.problem_axis>();
-
-  using lhs_spec =
-      decltype(detail::spec_from<choice.lhs>(std::make_index_sequence<lhs_rank>{}));
-  using rhs_spec =
-      decltype(detail::spec_from<choice.rhs>(std::make_index_sequence<rhs_rank>{}));
-  using lhs_gemm_spec =
-      decltype(detail::spec_from<choice.lhs_gemm>(std::make_index_sequence<lhs_rank>{}));
-  using rhs_gemm_spec =
-      decltype(detail::spec_from<choice.rhs_gemm>(std::make_index_sequence<rhs_rank>{}));
-  using local_spec =
-      decltype(detail::spec_from<choice.local>(std::make_index_sequence<result_rank>{}));
-  using local_unreduced = decltype(detail::unreduced_from<choice.partial>(
-      std::make_index_sequence<choice.partial.count>{}));
-  using out_spec =
-      decltype(detail::spec_from<choice.out>(std::make_index_sequence<result_rank>{}));
-  using out_unreduced = decltype(detail::unreduced_from<choice.out_unreduced>(
-      std::make_index_sequence<choice.out_unreduced.count>{}));
-
-  // steps, collectives, communicates, bytes_moved, flops, extents_static, bytes_per_device,
-  // flops_per_device and describe() ("all_gather(rhs, dim 0, over y); local gemm"): from
-  // detail::contraction_members, shared with matmul_plan.
+  // choice (the plan as a value, what ts::einsum executes), inputs_valid, valid, lhs_spec /
+  // rhs_spec, lhs_gemm_spec / rhs_gemm_spec, local_spec / local_unreduced, out_spec /
+  // out_unreduced, steps, collectives, communicates, bytes_moved, flops, extents_static,
+  // bytes_per_device, flops_per_device and describe() ("all_gather(rhs, dim 0, over y); local
+  // gemm"): from detail::contraction_members, shared with matmul_plan.
 };
 
 // einsum_plan_for<Subscripts, A, B[, OutSpec]>: the plan ts::einsum<Subscripts, OutSpec>(a, b)

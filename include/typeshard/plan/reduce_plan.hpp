@@ -82,7 +82,7 @@ struct keep_dims_t {
 };
 inline constexpr keep_dims_t keep_dims{};
 
-// The tag "no output spec named" (defined in plan/matmul_plan.hpp; a tag needs no body).
+// The tag "no output spec named" (defined in plan/einsum_plan.hpp; a tag needs no body).
 struct auto_out;
 
 namespace detail {
@@ -271,7 +271,7 @@ constexpr std::array<step<Rank>, N + M> concat_steps(const std::array<step<Rank>
 
 // The spec types of a plan, entry by entry from fresh values: spec<entry(I)...> rather than
 // spec<Array[I]...> of a constexpr member, which g++ 12 fails to substitute for some values
-// (multi-axis entries copied out of a constexpr object, as detail/matmul_planner.hpp notes).
+// (multi-axis entries copied out of a constexpr object, as detail/contraction_members.hpp notes).
 template <class InSpec, std::size_t Rank, class OutSpec, bool Named, bool Keep, int... Dims>
 struct reduce_spec_types {
   static constexpr std::size_t out_rank =

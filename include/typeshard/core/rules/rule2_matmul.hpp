@@ -2,7 +2,7 @@
 // ts::matmul (arrays and blocks): one mesh, one element type, ranks, extents, batch and free
 // dimensions.
 //
-// Checked in: plan/matmul_plan.hpp (detail::check_matmul_inputs, check_matmul_choice),
+// Checked in: plan/matmul_plan.hpp (detail::check_matmul_inputs, matmul_form::check_choice),
 // ops/matmul.hpp (check_operand_types), array/block_matmul.hpp, array/block.hpp (transpose).
 // Compile-fail tests: tests/compile_fail/rule2_*.cpp. Table: docs/rules.md.
 // Each message is a class template in ts::diagnostic whose fire() holds the static_assert;

@@ -2,8 +2,8 @@
 // anything in detail/.
 //
 // A plan is a list of ts::step values (plan/step.hpp); every operation runs its plan here,
-// the very values its plan type lists (ts::reshard runs reshard_plan's steps, ts::matmul
-// the steps of detail::matmul_steps_of, which is what matmul_plan::steps holds). Each
+// the very values its plan type lists (ts::reshard runs reshard_plan's steps, ts::einsum and
+// ts::matmul the steps of detail::einsum_steps_of, which is what their plans' steps hold). Each
 // device walks the steps on its own blocks: a collective writes a new block straight from
 // the previous one (the collective is the only copy); a local slice is pending until
 // something needs the block (consecutive slices are one copy of the kept part), and the

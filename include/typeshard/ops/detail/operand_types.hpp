@@ -15,6 +15,7 @@
 
 #include <type_traits>
 
+#include "../../core/bfloat16.hpp"
 #include "../../core/detail/diagnose.hpp"
 
 namespace typeshard {
@@ -42,6 +43,22 @@ constexpr bool check_operand_types() {
            false;
   } else {
     return true;
+  }
+}
+
+// A contraction's operand types (ts::einsum's, ts::matmul's), each op naming its own
+// diagnostics: preferred_element<U> is the element type T, or float for bfloat16; then
+// check_operand_types. Fires one diagnostic at most; false if one fired.
+template <class A, class B, class U, template <class, class> class PreferredUnsupported,
+          template <class, class> class MeshesDiffer,
+          template <class, class> class ElementTypesDiffer>
+constexpr bool check_contraction_operands() {
+  using T = typename std::remove_cvref_t<A>::value_type;
+  if constexpr (!std::is_same_v<T, U> &&
+                (!std::is_same_v<T, bfloat16> || !std::is_same_v<U, float>)) {
+    return require<false, PreferredUnsupported<T, U>>::value && false;
+  } else {
+    return check_operand_types<A, B, MeshesDiffer, ElementTypesDiffer>();
   }
 }
 

@@ -363,25 +363,6 @@ using scalar_t = typename std::remove_cvref_t<X>::value_type;
 template <class X>
 using scalar_arg_t = scalar_parameter_t<scalar_t<X>>;
 
-// The matmul equation of rank R: "ij,jk->ik", "aij,ajk->aik", ...
-template <std::size_t R>
-constexpr einsum_subscripts matmul_subscripts() {
-  einsum_subscripts s;
-  auto put = [&](char c) { s.chars[s.length++] = c; };
-  auto operand = [&](char x, char y) {
-    for (std::size_t i = 0; i + 2 < R; ++i) put(static_cast<char>('a' + i));
-    put(x);
-    put(y);
-  };
-  operand('x', 'y');
-  put(',');
-  operand('y', 'z');
-  put('-');
-  put('>');
-  operand('x', 'z');
-  return s;
-}
-
 }  // namespace detail
 
 }  // namespace typeshard

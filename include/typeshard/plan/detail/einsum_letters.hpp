@@ -24,9 +24,45 @@
 #include "../../core/layout.hpp"
 #include "../../core/spec.hpp"
 #include "einsum_subscripts.hpp"
-#include "matmul_planner.hpp"
 
 namespace typeshard::detail {
+
+// ---- small helpers on spec values ------------------------------------------------------
+
+template <std::size_t Rank>
+constexpr bool uses_axis(const spec_array<Rank>& s, axis_name a) {
+  for (const dim_spec& d : s)
+    if (d.uses(a)) return true;
+  return false;
+}
+
+// Whether no axis of `axes` appears anywhere in `s`.
+template <std::size_t Rank>
+constexpr bool uses_none_of(const spec_array<Rank>& s, const dim_spec& axes) {
+  for (std::size_t a = 0; a < axes.count; ++a)
+    if (uses_axis(s, axes.axes[a])) return false;
+  return true;
+}
+
+// The first axis used by both entries, or an empty name.
+constexpr axis_name shared_axis(const dim_spec& x, const dim_spec& y) {
+  for (std::size_t a = 0; a < x.count; ++a)
+    if (y.uses(x.axes[a])) return x.axes[a];
+  return {};
+}
+
+// Rule 1 on a value: no mesh axis twice (the axes all exist: they come from valid specs).
+template <std::size_t Rank>
+constexpr bool no_axis_twice(const spec_array<Rank>& s) {
+  for (std::size_t d = 0; d < Rank; ++d)
+    for (std::size_t a = 0; a < s[d].count; ++a) {
+      for (std::size_t b = a + 1; b < s[d].count; ++b)
+        if (s[d].axes[a] == s[d].axes[b]) return false;
+      for (std::size_t e = d + 1; e < Rank; ++e)
+        if (s[e].uses(s[d].axes[a])) return false;
+    }
+  return true;
+}
 
 enum class einsum_problem {
   none,

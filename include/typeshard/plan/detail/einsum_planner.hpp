@@ -2,9 +2,9 @@
 // Internal: do not rely on anything in detail/ (the public face is plan/einsum_plan.hpp).
 //
 // C[out letters] = sum over the other letters of A[lhs letters] * B[rhs letters]
-// (detail/einsum_subscripts.hpp names the letters' roles). DESIGN rule 2, per letter, with
-// the pieces of detail/matmul_planner.hpp (the reshard steps, their byte costs, the cost
-// order); matmul's planner is the same rules for one I, one J and one K letter.
+// (detail/einsum_subscripts.hpp names the letters' roles). DESIGN rule 2, per letter, costed
+// by einsum_cost.hpp. A matmul is the einsum "...ij,...jk->...ik" with its batch letters
+// fixed (plan_matmul, at the end).
 //
 // Every spec here is a spec_array<R>, R the plan rank (the largest rank of the operands and
 // the result): an operand of lower rank has trailing extent-1 unsharded dimensions, which
@@ -12,8 +12,8 @@
 // operands of different ranks, and each step's `dim` is the operand's own dimension.
 //
 // A plan is an `einsum_choice` (einsum_letters.hpp: what each operand is resharded to, what
-// the local product reads, its sharding and partial axes); its cost is einsum_cost.hpp's.
-// This header searches: by rule, or over candidates by cost.
+// the local product reads, its sharding and partial axes); its cost is einsum_cost.hpp's,
+// its steps einsum_steps.hpp's. This header searches: by rule, or over candidates by cost.
 //
 // Which plan:
 //   no output spec, by rule (DESIGN rule 2):
@@ -48,7 +48,6 @@
 #include <type_traits>
 #include <cstddef>
 
-#include "../../core/config.hpp"
 #include "../../core/mesh.hpp"
 #include "../../core/spec.hpp"
 #include "../reshard_plan.hpp"
@@ -56,7 +55,6 @@
 #include "einsum_cost.hpp"
 #include "einsum_letters.hpp"
 #include "einsum_subscripts.hpp"
-#include "matmul_planner.hpp"
 
 namespace typeshard::detail {
 
@@ -250,7 +248,7 @@ constexpr einsum_choice<R> plan_einsum_by_cost(const einsum_equation& eq,
                                                const spec_array<R>& out,
                                                const einsum_shapes<R>& sh, bool batch_fixed) {
   einsum_choice<R> best = given;
-  matmul_cost best_cost;
+  plan_cost best_cost;
   bool found = false;
   operand_candidates<R> lc(eq, eq.lhs.data(), eq.lhs_rank, batch_fixed);
   spec_array<R> ls = given.lhs;
@@ -265,7 +263,7 @@ constexpr einsum_choice<R> plan_einsum_by_cost(const einsum_equation& eq,
       c.rhs_gemm = rs;
       c.out = out;
       if (complete_einsum_local(eq, c)) {
-        const matmul_cost cost = einsum_cost_of<Mesh>(eq, c, sh);
+        const plan_cost cost = einsum_cost_of<Mesh>(eq, c, sh);
         if (!found || cost < best_cost) {
           best = c;
           best_cost = cost;
@@ -319,145 +317,7 @@ constexpr einsum_choice<R> plan_einsum(const einsum_equation& eq, const spec_arr
   return plan_einsum_by_rule<Mesh>(eq, c, sh);
 }
 
-inline constexpr std::size_t max_einsum_steps = 3 * max_reshard_steps + 2 * max_einsum_rank + 1;
-
-template <std::size_t R>
-using einsum_step_list = step_array<R, max_einsum_steps>;
-
-// The steps of a choice once the shapes have decided which reshards are even (the only way
-// the shapes enter): a function of values only. Callers use einsum_steps_for (below).
-template <std::size_t R>
-TYPESHARD_COLD
-constexpr einsum_step_list<R> einsum_steps_body(const einsum_choice<R>& c, bool even_lhs,
-                                                bool even_rhs, bool even_out) {
-  einsum_step_list<R> out;
-  append_reshard(out, step_operand::lhs, c.lhs,
-                 plan_reshard(c.lhs, c.lhs_unreduced, c.lhs_gemm, c.lhs_unreduced, even_lhs));
-  append_reshard(out, step_operand::rhs, c.rhs,
-                 plan_reshard(c.rhs, c.rhs_unreduced, c.rhs_gemm, c.rhs_unreduced, even_rhs));
-  spec_array<R> cur = c.lhs_gemm;
-  for (std::size_t d = 0; d < R; ++d)
-    if (!(c.lhs_read[d] == cur[d])) {
-      cur[d] = c.lhs_read[d];
-      out.push(step<R>{step_kind::slice, step_operand::lhs, d, d, c.lhs_read[d], cur,
-                       c.lhs_unreduced});
-    }
-  cur = c.rhs_gemm;
-  for (std::size_t d = 0; d < R; ++d)
-    if (!(c.rhs_read[d] == cur[d])) {
-      cur[d] = c.rhs_read[d];
-      out.push(step<R>{step_kind::slice, step_operand::rhs, d, d, c.rhs_read[d], cur,
-                       c.rhs_unreduced});
-    }
-  out.push(step<R>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local, c.partial});
-  if (c.out_named)
-    append_reshard(out, step_operand::out, c.local,
-                   plan_reshard(c.local, c.partial, c.out, dim_spec{}, even_out));
-  return out;
-}
-
-// The same computed while a program runs (ts::einsum plans for the actual extents): a plain
-// function of the rank, compiled once per rank in typeshard::runtime (extern template below).
-template <std::size_t R>
-TYPESHARD_COLD einsum_step_list<R> einsum_steps_at_run_time(const einsum_choice<R>& c, bool even_lhs,
-                                             bool even_rhs, bool even_out) {
-  return einsum_steps_body(c, even_lhs, even_rhs, even_out);
-}
-
-template <std::size_t R>
-constexpr einsum_step_list<R> einsum_steps_for(const einsum_choice<R>& c, bool even_lhs,
-                                               bool even_rhs, bool even_out) {
-  if (std::is_constant_evaluated()) return einsum_steps_body(c, even_lhs, even_rhs, even_out);
-  return einsum_steps_at_run_time(c, even_lhs, even_rhs, even_out);
-}
-
-#if defined(TYPESHARD_SEPARATE_COMPILATION)
-#define TYPESHARD_EINSUM_STEPS_INSTANCE(prefix, R)                                             \
-  prefix einsum_step_list<R> einsum_steps_at_run_time<R>(const einsum_choice<R>&, bool, bool,  \
-                                                         bool);
-TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_EINSUM_STEPS_INSTANCE, extern template)
-#endif
-
-// The steps of a choice for shapes `sh`: what einsum_plan::steps lists and ts::einsum runs.
-template <class Mesh, std::size_t R>
-constexpr einsum_step_list<R> einsum_steps_of(const einsum_equation& eq, const einsum_choice<R>& c,
-                                              const einsum_shapes<R>& sh) {
-  return einsum_steps_for(c, even_between<Mesh>(c.lhs, c.lhs_gemm, sh.lhs),
-                          even_between<Mesh>(c.rhs, c.rhs_gemm, sh.rhs),
-                          c.out_named &&
-                              even_between<Mesh>(c.local, c.out, einsum_out_shape(eq, sh)));
-}
-// The same on a mesh held as a value (the executor's, core/detail/mesh_value.hpp).
-template <std::size_t R>
-einsum_step_list<R> einsum_steps_of(const mesh_value& m, const einsum_equation& eq,
-                                    const einsum_choice<R>& c, const einsum_shapes<R>& sh) {
-  return einsum_steps_at_run_time(
-      c, even_between(m, c.lhs, c.lhs_gemm, sh.lhs), even_between(m, c.rhs, c.rhs_gemm, sh.rhs),
-      c.out_named && even_between(m, c.local, c.out, einsum_out_shape(eq, sh)));
-}
-
-}  // namespace typeshard::detail
-
-namespace typeshard::detail {
-
 // ---- matmul, the special case "...ij,...jk->...ik" ---------------------------------------
-
-// The equation of a rank-R matmul: batch letters a, b, ..., then i, j, k.
-template <std::size_t R>
-constexpr einsum_equation matmul_equation() {
-  static_assert(R >= 2 && R <= max_einsum_rank);
-  einsum_equation e;
-  e.lhs_rank = e.rhs_rank = e.out_rank = R;
-  for (std::size_t d = 0; d + 2 < R; ++d) e.lhs[d] = e.rhs[d] = e.out[d] = static_cast<char>('a' + d);
-  e.lhs[R - 2] = e.out[R - 2] = 'i';
-  e.lhs[R - 1] = e.rhs[R - 2] = 'j';
-  e.rhs[R - 1] = e.out[R - 1] = 'k';
-  return e;
-}
-
-// A matmul choice from the einsum planner's: the same plan in matmul's terms.
-template <std::size_t R>
-constexpr matmul_choice<R> matmul_choice_of(const einsum_choice<R>& e) {
-  using D = matmul_dims<R>;
-  matmul_choice<R> c;
-  c.lhs = e.lhs;
-  c.rhs = e.rhs;
-  c.lhs_unreduced = e.lhs_unreduced;
-  c.rhs_unreduced = e.rhs_unreduced;
-  c.lhs_gemm = e.lhs_gemm;
-  c.rhs_gemm = e.rhs_gemm;
-  c.lhs_read = e.lhs_read;
-  c.rhs_read = e.rhs_read;
-  c.out_named = e.out_named;
-  switch (e.problem) {
-    case einsum_problem::none: break;
-    case einsum_problem::batch_specs_differ:
-      c.problem = matmul_problem::batch_specs_differ;
-      c.problem_dim = static_cast<std::size_t>(e.problem_letter - 'a');
-      break;
-    case einsum_problem::output_letters_share_axis:
-      c.problem = matmul_problem::free_dims_share_axis;
-      break;
-    case einsum_problem::batch_axis_taken_twice:
-      c.problem = matmul_problem::batch_axis_on_free_dim;
-      break;
-    case einsum_problem::unreduced_conflict: c.problem = matmul_problem::unreduced_conflict; break;
-    case einsum_problem::too_many_partial_axes:
-      c.problem = matmul_problem::too_many_partial_axes;
-      break;
-  }
-  c.problem_axis = e.problem_axis;
-  if (c.problem != matmul_problem::none) {
-    c.local = c.out = e.lhs;  // placeholders: the plan's types stay well-formed
-    return c;
-  }
-  c.contract = e.lhs_read[D::lhs_j];
-  c.partial = e.partial;
-  c.local = e.local;
-  c.out = e.out;
-  c.out_unreduced = e.out_unreduced;
-  return c;
-}
 
 // The plan for lhs . rhs on Mesh: the einsum planner on "...ij,...jk->...ik", batch
 // dimensions fixed (never resharded: sharded alike, or in one operand only, output spec or
@@ -466,13 +326,12 @@ constexpr matmul_choice<R> matmul_choice_of(const einsum_choice<R>& e) {
 // matmul on partial sums: it is linear in each operand), which the other operand must
 // neither shard nor be partial over.
 template <class Mesh, std::size_t Rank>
-constexpr matmul_choice<Rank> plan_matmul(const spec_array<Rank>& lhs, const spec_array<Rank>& rhs,
+constexpr einsum_choice<Rank> plan_matmul(const spec_array<Rank>& lhs, const spec_array<Rank>& rhs,
                                           bool out_named, const spec_array<Rank>& out,
-                                          const matmul_shapes<Rank>& sh,
+                                          const einsum_shapes<Rank>& sh,
                                           const dim_spec& lhs_u = {}, const dim_spec& rhs_u = {}) {
-  return matmul_choice_of(plan_einsum<Mesh, Rank>(matmul_equation<Rank>(), lhs, rhs, out_named, out,
-                                                  einsum_shapes<Rank>{sh.lhs, sh.rhs, sh.element_size},
-                                                  lhs_u, rhs_u, true));
+  return plan_einsum<Mesh, Rank>(matmul_equation<Rank>(), lhs, rhs, out_named, out, sh, lhs_u,
+                                 rhs_u, true);
 }
 
 }  // namespace typeshard::detail

@@ -153,5 +153,37 @@ inline constexpr einsum_equation equation_of = [] {
   return e;
 }();
 
+// The subscripts of a rank-R matmul: "xy,yz->xz", "axy,ayz->axz", "abxy,abyz->abxz", ...
+// (batch dimension d is letter 'a' + d). For blocks (array/block_matmul.hpp): a rank-2 rhs
+// of a rank-R lhs has no batch letters (RhsRank 2: "axy,yz->axz"), and an operand read
+// through a transposed view names its stored dimensions swapped ("yx,yz->xz").
+template <std::size_t R, std::size_t RhsRank = R, bool LhsTransposed = false,
+          bool RhsTransposed = false>
+constexpr einsum_subscripts matmul_subscripts() {
+  static_assert(R >= 2 && R <= max_einsum_rank && (RhsRank == R || RhsRank == 2));
+  einsum_subscripts s;
+  auto put = [&](char c) { s.chars[s.length++] = c; };
+  auto operand = [&](bool batch, bool swapped, char x, char y) {
+    for (std::size_t i = 0; batch && i + 2 < R; ++i) put(static_cast<char>('a' + i));
+    put(swapped ? y : x);
+    put(swapped ? x : y);
+  };
+  operand(true, LhsTransposed, 'x', 'y');
+  put(',');
+  operand(RhsRank == R, RhsTransposed, 'y', 'z');
+  put('-');
+  put('>');
+  operand(true, false, 'x', 'z');
+  return s;
+}
+
+// ... and its equation.
+template <std::size_t R, std::size_t RhsRank = R, bool LhsTransposed = false,
+          bool RhsTransposed = false>
+constexpr einsum_equation matmul_equation() {
+  return equation_of<matmul_subscripts<R, RhsRank, LhsTransposed, RhsTransposed>()>;
+}
+
 }  // namespace detail
+
 }  // namespace typeshard

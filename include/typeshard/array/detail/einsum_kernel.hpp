@@ -1,12 +1,17 @@
-// typeshard/ops/detail/einsum_kernel.hpp: one device's local einsum, at GEMM speed.
+// typeshard/array/detail/einsum_kernel.hpp: one device's local einsum, at GEMM speed: the
+// local product of ts::einsum and ts::matmul on arrays (ops/einsum.hpp) and of ts::matmul on
+// blocks (array/block_matmul.hpp).
 // Internal: do not rely on anything in detail/.
 //
 // The local blocks are laid out as batched matrices, lhs as [batch, I, J] and rhs as
 // [batch, J, K] (batch: the batch letters in output order, I / K: the free letters of lhs /
 // rhs in output order, J: the contracting letters in lhs order), and each batch element is
-// one kernels::gemm. A block already in that order (or in [batch, J, I] / [batch, K, J],
-// read transposed by the GEMM) is read in place; otherwise one strided copy permutes it,
-// and that copy also adds up a summed letter (one operand only, not in the output). The
+// one kernels::gemm. A block whose rows and columns are each one evenly strided run of it
+// (in that order, or transposed) is read in place, at any leading dimension and batch
+// strides: a whole block in [batch, I, J] order, or a slice of a contracting or batch letter
+// that the plan left pending (an operand holding all of J reading the other's block of it,
+// as a matmul's GEMM reads A[:, j0:j1] with lda = J). Otherwise one strided copy permutes
+// it, and that copy also adds up a summed letter (one operand only, not in the output). The
 // product [batch, I, K] is written straight into the output block when the output's letter
 // order is that one (or [batch, K, I]: the product with the operands swapped), else permuted
 // into it by one more copy.
@@ -15,7 +20,7 @@
 #include <array>
 #include <cstddef>
 
-#include "../../array/detail/copy_box.hpp"
+#include "copy_box.hpp"
 #include "../../core/config.hpp"
 #include "../../core/layout.hpp"
 #include "../../detail/buffer.hpp"
@@ -24,12 +29,21 @@
 
 namespace typeshard::detail {
 
+// An operand's extents padded to R with trailing 1s (the plan rank: trailing extent-1
+// dimensions leave a row-major block as it is).
+template <std::size_t R, std::size_t N>
+shape<R> padded_shape(const shape<N>& s) {
+  shape<R> out{};
+  for (std::size_t d = 0; d < R; ++d) out[d] = d < N ? s[d] : 1;
+  return out;
+}
+
 // Where every dimension of lhs, rhs and the output goes in the batched-matrix layout.
 template <std::size_t R>
 struct einsum_gemm_layout {
   std::size_t nb = 1, ni = 1, nj = 1, nk = 1;
-  std::array<std::size_t, R> a{}, a_t{};  // lhs strides in [b, i, j] / [b, j, i]
-  std::array<std::size_t, R> b{}, b_t{};  // rhs strides in [b, j, k] / [b, k, j]
+  std::array<std::size_t, R> a{};  // lhs strides in [b, i, j]
+  std::array<std::size_t, R> b{};  // rhs strides in [b, j, k]
   std::array<std::size_t, R> c{};         // output strides in [b, i, k]
 };
 
@@ -58,18 +72,18 @@ einsum_gemm_layout<R> einsum_layout_of(const einsum_equation& eq, const shape<R>
   for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
     const char x = eq.lhs[l];
     switch (eq.role(x)) {
-      case einsum_role::batch: g.a[l] = s(x) * g.ni * g.nj; g.a_t[l] = g.a[l]; break;
-      case einsum_role::lhs_free: g.a[l] = s(x) * g.nj; g.a_t[l] = s(x); break;
-      case einsum_role::contracting: g.a[l] = s(x); g.a_t[l] = s(x) * g.ni; break;
+      case einsum_role::batch: g.a[l] = s(x) * g.ni * g.nj; break;
+      case einsum_role::lhs_free: g.a[l] = s(x) * g.nj; break;
+      case einsum_role::contracting: g.a[l] = s(x); break;
       default: break;  // summed: stride 0, added up
     }
   }
   for (std::size_t r = 0; r < eq.rhs_rank; ++r) {
     const char x = eq.rhs[r];
     switch (eq.role(x)) {
-      case einsum_role::batch: g.b[r] = s(x) * g.nj * g.nk; g.b_t[r] = g.b[r]; break;
-      case einsum_role::contracting: g.b[r] = s(x) * g.nk; g.b_t[r] = s(x); break;
-      case einsum_role::rhs_free: g.b[r] = s(x); g.b_t[r] = s(x) * g.nj; break;
+      case einsum_role::batch: g.b[r] = s(x) * g.nj * g.nk; break;
+      case einsum_role::contracting: g.b[r] = s(x) * g.nk; break;
+      case einsum_role::rhs_free: g.b[r] = s(x); break;
       default: break;
     }
   }
@@ -98,8 +112,9 @@ bool has_strides(const shape<R>& ext, const std::array<std::size_t, R>& want) {
 // every i in the box `box`. With a zero stride (a summed letter), the values add up
 // (dst must be zeroed first).
 template <class T, std::size_t R>
-void strided_copy(const T* src, const shape<R>& src_shape, const shape<R>& origin, const shape<R>& box,
-                  T* dst, const std::array<std::size_t, R>& dst_stride, bool add) {
+void strided_copy(const T* src, const shape<R>& src_shape, const shape<R>& origin,
+                  const shape<R>& box, T* dst, const std::array<std::size_t, R>& dst_stride,
+                  bool add) {
   for (std::size_t e : box)
     if (e == 0) return;
   const auto ss = strides_of(src_shape);
@@ -152,52 +167,122 @@ void strided_read(const T* src, const std::array<std::size_t, R>& src_stride, co
   }
 }
 
-// One operand as the GEMM reads it: in place (maybe transposed) or a packed copy.
-template <class T>
+// One operand as the GEMM reads it: a matrix per batch element, rows x cols with leading
+// dimension ld (transposed: stored cols x rows), batch element t at data + offset(t). In
+// place in the held block where its letters allow (see gemm_operand_of), else a packed copy.
+template <class T, std::size_t R>
 struct gemm_operand {
   const T* data = nullptr;
   bool transposed = false;
+  std::size_t ld = 0;
+  std::size_t batch_dims = 0;                                // batch letters of extent > 1,
+  std::array<std::size_t, R> batch_stride{}, batch_extent{};  // in output order
   buffer<T> packed;
+
+  std::size_t offset(std::size_t t) const {
+    std::size_t at = 0;
+    for (std::size_t k = batch_dims; k-- > 0;) {
+      at += t % batch_extent[k] * batch_stride[k];
+      t /= batch_extent[k];
+    }
+    return at;
+  }
 };
 
-// The row-major offset of the box `want` at `origin` in a block of extents `have` when the
-// box is one contiguous range of it (the dimensions after the first one it cuts are whole,
-// those before it of extent 1 in the box: a slice of leading batch letters), else npos.
+// One operand's dimensions by group, each in the order the layout flattens it: batch and
+// free letters in output order, contracting letters in lhs order.
 template <std::size_t R>
-std::size_t contiguous_offset(const shape<R>& have, const shape<R>& origin, const shape<R>& want) {
-  std::size_t d = 0;
-  while (d < R && want[d] == 1) ++d;  // the leading dimensions the box has one index of
-  if (d < R) ++d;                     // the first dimension it takes a range of
-  for (; d < R; ++d)
-    if (want[d] != have[d]) return static_cast<std::size_t>(-1);
-  std::size_t offset = 0;
-  for (std::size_t e = 0; e < R; ++e) offset = offset * have[e] + origin[e];
-  return offset;
+struct operand_groups {
+  std::array<std::size_t, R> batch{}, free{}, contracting{};
+  std::size_t nb = 0, nf = 0, nc = 0;
+};
+template <std::size_t R>
+operand_groups<R> operand_groups_of(const einsum_equation& eq, bool lhs) {
+  operand_groups<R> g;
+  auto dim = [&](char x) { return lhs ? eq.lhs_dim(x) : eq.rhs_dim(x); };
+  const einsum_role free_role = lhs ? einsum_role::lhs_free : einsum_role::rhs_free;
+  for (std::size_t o = 0; o < eq.out_rank; ++o) {
+    const char x = eq.out[o];
+    if (eq.role(x) == einsum_role::batch) g.batch[g.nb++] = dim(x);
+    if (eq.role(x) == free_role) g.free[g.nf++] = dim(x);
+  }
+  for (std::size_t l = 0; l < eq.lhs_rank; ++l)
+    if (eq.role(eq.lhs[l]) == einsum_role::contracting) g.contracting[g.nc++] = dim(eq.lhs[l]);
+  return g;
 }
 
-// Prepares an operand whose block (held by `have`, extents have_shape) is read at the box
-// `want` from `origin`: in place when the box is a contiguous range of the block already
-// laid out [b, i, j] (or transposed), else packed.
-template <class T, std::size_t R>
-gemm_operand<T> gemm_operand_of(const T* data, const shape<R>& have_shape, const shape<R>& origin,
-                                const shape<R>& want, const std::array<std::size_t, R>& strides,
-                                const std::array<std::size_t, R>& strides_t, bool sums,
-                                std::size_t elements) {
-  gemm_operand<T> g;
-  const std::size_t at = sums ? static_cast<std::size_t>(-1)
-                              : contiguous_offset(have_shape, origin, want);
-  if (at != static_cast<std::size_t>(-1) && has_strides(want, strides)) {
-    g.data = data + at;
-  } else if (at != static_cast<std::size_t>(-1) && has_strides(want, strides_t)) {
-    g.data = data + at;
-    g.transposed = true;
-  } else {
-    g.packed = buffer<T>(elements);
-    if (sums)
-      for (std::size_t e = 0; e < elements; ++e) g.packed.data()[e] = T(0);
-    strided_copy(data, have_shape, origin, want, g.packed.data(), strides, sums);
-    g.data = g.packed.data();
+inline constexpr std::size_t any_stride = static_cast<std::size_t>(-1);
+inline constexpr std::size_t no_stride = static_cast<std::size_t>(-2);
+
+// The one stride a group of dimensions (`dims`, slowest first) flattens to in a block of
+// row-major strides `held` read at the box `want`: any_stride when the box holds one element
+// of the group, no_stride when its dimensions are not one evenly strided run.
+template <std::size_t R>
+std::size_t group_stride(const std::array<std::size_t, R>& held, const shape<R>& want,
+                         const std::array<std::size_t, R>& dims, std::size_t n) {
+  std::size_t stride = any_stride, inner = 1;
+  for (std::size_t k = n; k-- > 0;) {
+    const std::size_t d = dims[k];
+    if (want[d] == 1) continue;
+    if (stride == any_stride)
+      stride = held[d];
+    else if (held[d] != stride * inner)
+      return no_stride;
+    inner *= want[d];
   }
+  return stride;
+}
+
+// Prepares an operand whose block (extents have_shape) is read at the box `want` from
+// `origin`. lhs: rows are I, cols J; rhs: rows J, cols K. Read in place, the block's own
+// strides serving as the GEMM's leading dimension and batch strides, when no letter is
+// summed and the row letters and the column letters each form one evenly strided run, one
+// of stride 1 (the columns; the rows: read transposed). So an operand that holds all of a
+// contracting or batch letter and reads the other's block of it (a pending slice) needs no
+// copy, as a whole block laid out [b, i, j] needs none. Else one strided copy packs it into
+// [b, rows, cols] (`strides`: the layout's), adding up summed letters.
+template <class T, std::size_t R>
+gemm_operand<T, R> gemm_operand_of(const einsum_equation& eq, bool lhs, const T* data,
+                                   const shape<R>& have_shape, const shape<R>& origin,
+                                   const shape<R>& want, const std::array<std::size_t, R>& strides,
+                                   bool sums, std::size_t nb, std::size_t rows, std::size_t cols) {
+  gemm_operand<T, R> g;
+  if (!sums) {
+    const auto held = strides_of(have_shape);
+    const operand_groups<R> gr = operand_groups_of<R>(eq, lhs);
+    const std::size_t row = lhs ? group_stride(held, want, gr.free, gr.nf)
+                                : group_stride(held, want, gr.contracting, gr.nc);
+    const std::size_t col = lhs ? group_stride(held, want, gr.contracting, gr.nc)
+                                : group_stride(held, want, gr.free, gr.nf);
+    const bool normal = (col == any_stride || col == 1) && row != no_stride &&
+                        (row == any_stride || row >= cols);
+    const bool transposed = !normal && (row == any_stride || row == 1) && col != no_stride &&
+                            (col == any_stride || col >= rows);
+    if (normal || transposed) {
+      std::size_t at = 0;
+      for (std::size_t d = 0; d < R; ++d) at += origin[d] * held[d];
+      g.data = data + at;
+      g.transposed = transposed;
+      g.ld = normal ? (row == any_stride ? cols : row) : (col == any_stride ? rows : col);
+      for (std::size_t k = 0; k < gr.nb; ++k) {
+        const std::size_t d = gr.batch[k];
+        if (want[d] == 1) continue;
+        g.batch_stride[g.batch_dims] = held[d];
+        g.batch_extent[g.batch_dims++] = want[d];
+      }
+      return g;
+    }
+  }
+  const std::size_t elements = nb * rows * cols;
+  g.packed = buffer<T>(elements);
+  if (sums)
+    for (std::size_t e = 0; e < elements; ++e) g.packed.data()[e] = T(0);
+  strided_copy(data, have_shape, origin, want, g.packed.data(), strides, sums);
+  g.data = g.packed.data();
+  g.ld = cols;
+  g.batch_dims = 1;
+  g.batch_stride[0] = rows * cols;
+  g.batch_extent[0] = nb;
   return g;
 }
 
@@ -241,21 +326,19 @@ void local_einsum(const einsum_equation& eq, const T* a_data, const shape<R>& a_
   if (g.nj == 0) {
     for (std::size_t e = 0; e < c_count; ++e) c[e] = C(0);
   } else {
-    const gemm_operand<T> a = gemm_operand_of<T, R>(a_data, a_have, a_origin, a_want, g.a, g.a_t,
-                                                    a_sums, g.nb * g.ni * g.nj);
-    const gemm_operand<T> b = gemm_operand_of<T, R>(b_data, b_have, b_origin, b_want, g.b, g.b_t,
-                                                    b_sums, g.nb * g.nj * g.nk);
-    const kernels::gemm_ops ops{a.transposed, b.transposed};
-    const std::size_t lda = a.transposed ? g.ni : g.nj;
-    const std::size_t ldb = b.transposed ? g.nj : g.nk;
+    const gemm_operand<T, R> a = gemm_operand_of<T, R>(eq, true, a_data, a_have, a_origin,
+                                                       a_want, g.a, a_sums, g.nb, g.ni, g.nj);
+    const gemm_operand<T, R> b = gemm_operand_of<T, R>(eq, false, b_data, b_have, b_origin,
+                                                       b_want, g.b, b_sums, g.nb, g.nj, g.nk);
     if (swapped_out) {
       const kernels::gemm_ops swapped{!b.transposed, !a.transposed};
       for (std::size_t t = 0; t < g.nb; ++t)
-        gemm(g.nk, g.ni, g.nj, b.data + t * g.nj * g.nk, ldb, a.data + t * g.ni * g.nj, lda,
+        gemm(g.nk, g.ni, g.nj, b.data + b.offset(t), b.ld, a.data + a.offset(t), a.ld,
              c + t * g.ni * g.nk, g.ni, false, swapped);
     } else {
+      const kernels::gemm_ops ops{a.transposed, b.transposed};
       for (std::size_t t = 0; t < g.nb; ++t)
-        gemm(g.ni, g.nk, g.nj, a.data + t * g.ni * g.nj, lda, b.data + t * g.nj * g.nk, ldb,
+        gemm(g.ni, g.nk, g.nj, a.data + a.offset(t), a.ld, b.data + b.offset(t), b.ld,
              c + t * g.ni * g.nk, g.nk, false, ops);
     }
   }
