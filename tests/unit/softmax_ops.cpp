@@ -1,4 +1,4 @@
-// ts::softmax and ts::log_softmax against a serial loop over the same host data: every valid
+// ts::softmax, ts::log_softmax and ts::layer_norm against a serial loop over the same host data: every valid
 // spec of ranks 1 and 2 and every second of rank 3 on the (2,2) and (2,4) meshes, the dimension rotating with the spec's
 // number (negative numbers included), on an even shape, an uneven one and a random one (0 and
 // fewer elements than shards included). Large values (up to 600) check the stability: a
@@ -48,12 +48,35 @@ std::vector<double> reference(const std::vector<double>& x, const std::vector<st
   return out;
 }
 
+// The serial layer norm along `dim` (two passes in double, biased variance).
+std::vector<double> reference_layer_norm(const std::vector<double>& x,
+                                         const std::vector<std::size_t>& s, std::size_t dim,
+                                         double eps) {
+  std::size_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < dim; ++d) outer *= s[d];
+  for (std::size_t d = dim + 1; d < s.size(); ++d) inner *= s[d];
+  const std::size_t n = s[dim];
+  std::vector<double> out(x.size());
+  for (std::size_t o = 0; o < outer; ++o)
+    for (std::size_t i = 0; i < inner; ++i) {
+      double mu = 0, var = 0;
+      for (std::size_t k = 0; k < n; ++k) mu += x[(o * n + k) * inner + i];
+      mu /= static_cast<double>(n);
+      for (std::size_t k = 0; k < n; ++k)
+        var += (x[(o * n + k) * inner + i] - mu) * (x[(o * n + k) * inner + i] - mu);
+      var /= static_cast<double>(n);
+      for (std::size_t k = 0; k < n; ++k)
+        out[(o * n + k) * inner + i] = (x[(o * n + k) * inner + i] - mu) / std::sqrt(var + eps);
+    }
+  return out;
+}
+
 void compare(const std::vector<double>& got, const std::vector<double>& want) {
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
     if (!(std::abs(got[i] - want[i]) <= 1e-12 * std::max(1.0, std::abs(want[i])))) {
       CAPTURE(i, got[i], want[i]);
-      FAIL("softmax differs from the serial loop");
+      FAIL("softmax or layer_norm differs from the serial loop");
     }
 }
 
@@ -90,6 +113,14 @@ void check_spec_case(const ts::device_mesh<Mesh>& m, std::mt19937_64& rng) {
     const auto hl = ts::to_host(ts::log_softmax<Dim>(x));
     compare(std::vector<double>(hl.values().begin(), hl.values().end()),
             reference(xs, sv, dim, true));
+    // layer_norm: two psums over the dimension's axes, none when it is unsharded
+    using ln_plan = ts::layer_norm_plan_for<X, Dim>;
+    static_assert(ln_plan::collectives == (layout::shards_along(dim) > 1 ? 2 : 0));
+    const auto y = ts::layer_norm<Dim>(x, 1e-5);
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(y)>, X>);
+    const auto hy = ts::to_host(y);
+    compare(std::vector<double>(hy.values().begin(), hy.values().end()),
+            reference_layer_norm(xs, sv, dim, 1e-5));
   }
 }
 
@@ -106,7 +137,7 @@ void check_mesh_rank(ts::cpu_devices& devices, std::mt19937_64& rng) {
 
 }  // namespace
 
-TEST_CASE("softmax and log_softmax agree with a serial loop, every spec of ranks 1 to 3",
+TEST_CASE("softmax, log_softmax and layer_norm agree with a serial loop, specs of ranks 1 to 3",
           "[softmax][property]") {
   INFO(ts_test::seed_message());
   std::mt19937_64 rng(ts_test::seed());
