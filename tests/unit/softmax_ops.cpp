@@ -1,9 +1,11 @@
-// ts::softmax, ts::log_softmax and ts::layer_norm against a serial loop over the same host data: every valid
-// spec of ranks 1 and 2 and every second of rank 3 on the (2,2) and (2,4) meshes, the dimension rotating with the spec's
-// number (negative numbers included), on an even shape, an uneven one and a random one (0 and
-// fewer elements than shards included). Large values (up to 600) check the stability: a
-// naive exp would overflow. The plan's collectives are checked against the spec: a pmax and
-// a psum over the dimension's axes, none when it is unsharded.
+// ts::softmax, ts::log_softmax and ts::layer_norm against a serial loop over the same host
+// data: every valid spec of ranks 1 and 2 and every second of rank 3 on the (2,2) and (2,4)
+// meshes, the dimension rotating with the spec's number (negative numbers included), on an
+// even shape, an uneven one and a random one (0 and fewer elements than shards included).
+// Large values (up to 600) check the stability: a naive exp would overflow. The plan's
+// collectives are checked against the spec: a pmax and a psum over the dimension's axes
+// (layer_norm: two psums), none when it is unsharded. layer_norm on bfloat16 against float,
+// forward and gradient.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -148,4 +150,52 @@ TEST_CASE("softmax, log_softmax and layer_norm agree with a serial loop, specs o
   check_mesh_rank<mesh_2x4, 1>(devices, rng);
   check_mesh_rank<mesh_2x4, 2>(devices, rng);
   check_mesh_rank<mesh_2x4, 3, 2>(devices, rng);
+}
+
+namespace {
+
+// layer_norm on bfloat16 (float rows inside) against float, forward and gradient (a loss
+// that casts float weights to bfloat16), along an unsharded and two sharded dimensions.
+template <class Spec, int Dim>
+void check_layer_norm_bf16(const ts::device_mesh<mesh_2x2>& m,
+                           const ts::host_tensor<float, 3>& h,
+                           const ts::host_tensor<float, 3>& c) {
+  INFO("spec " << Spec::to_string() << " dimension " << Dim);
+  using bf16 = ts::bfloat16;
+  const auto x = ts::device_put<Spec>(m, h);
+  using plan = ts::layer_norm_plan_for<std::remove_cvref_t<decltype(x)>, Dim>;
+  INFO(plan::describe() << " / backward: " << plan::describe_backward());
+  const auto yf = ts::to_host(ts::layer_norm<Dim>(x, 1e-5));
+  const auto yb = ts::to_host(ts::astype<float>(ts::layer_norm<Dim>(ts::astype<bf16>(x), 1e-5)));
+  for (std::size_t i = 0; i < yf.size(); ++i) {
+    CAPTURE(i, yf.data()[i], yb.data()[i]);
+    CHECK(std::abs(yf.data()[i] - yb.data()[i]) <= 0.03 * std::max(1.0f, std::abs(yf.data()[i])));
+  }
+  const auto w = ts::device_put<Spec>(m, c);
+  auto [lb, gb] = ts::value_and_grad([&](auto v) {
+    return ts::sum(ts::astype<float>(ts::layer_norm<Dim>(ts::astype<bf16>(v), 1e-5)) * w);
+  })(x);
+  auto [lf, gf] =
+      ts::value_and_grad([&](auto v) { return ts::sum(ts::layer_norm<Dim>(v, 1e-5) * w); })(x);
+  const auto hb = ts::to_host(gb), hf = ts::to_host(gf);
+  for (std::size_t i = 0; i < hf.size(); ++i) {
+    CAPTURE(i, hf.data()[i], hb.data()[i]);
+    CHECK(std::abs(hf.data()[i] - hb.data()[i]) <= 0.05 * std::max(1.0f, std::abs(hf.data()[i])));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("layer_norm on bfloat16 agrees with float, forward and gradient", "[softmax][bf16]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_2x2> m{devices};
+  ts::host_tensor<float, 3> h(ts::shape<3>{3, 5, 37}), c(ts::shape<3>{3, 5, 37});
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> v(-3, 3);
+  for (float& e : h.values()) e = v(rng);
+  for (float& e : c.values()) e = v(rng);
+  using ts::none;
+  check_layer_norm_bf16<ts::spec<"x", none, none>, -1>(m, h, c);      // local rows
+  check_layer_norm_bf16<ts::spec<"x", none, "y">, -1>(m, h, c);       // psums over y
+  check_layer_norm_bf16<ts::spec<none, ts::axes("x", "y")>, 1>(m, h, c);  // over x and y
 }

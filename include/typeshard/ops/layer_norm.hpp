@@ -301,7 +301,8 @@ auto layer_norm(const X& a, layer_norm_accumulator<typename X::value_type> eps,
 
 // The backward over every device: g the cotangent of y = layer_norm<Dim>(x), y's rstd rows.
 template <int Dim, class G>
-G layer_norm_backward(const G& g, const G& y, const layer_norm_stats<typename G::value_type>& rstd) {
+G layer_norm_backward(const G& g, const G& y,
+                      const layer_norm_stats<typename G::value_type>& rstd) {
   using plan = layer_norm_plan_for<G, Dim>;
   using T = typename G::value_type;
   using Mesh = typename G::mesh_type;
