@@ -152,6 +152,19 @@ TEST_CASE("softmax, log_softmax and layer_norm agree with a serial loop, specs o
   check_mesh_rank<mesh_2x4, 3, 2>(devices, rng);
 }
 
+// A user's own layer_norm helper, called unqualified with typeshard arrays, stays theirs
+// (ts::layer_norm is a function object: argument-dependent lookup does not find it).
+namespace user_code {
+template <class X>
+int layer_norm(const X&) {
+  return 7;
+}
+template <class X>
+int call_unqualified(const X& x) {
+  return layer_norm(x);
+}
+}  // namespace user_code
+
 namespace {
 
 // layer_norm on bfloat16 (float rows inside) against float, forward and gradient (a loss
@@ -194,6 +207,7 @@ TEST_CASE("layer_norm on bfloat16 agrees with float, forward and gradient", "[so
   std::uniform_real_distribution<float> v(-3, 3);
   for (float& e : h.values()) e = v(rng);
   for (float& e : c.values()) e = v(rng);
+  CHECK(user_code::call_unqualified(ts::device_put<ts::spec<"x">>(m, h)) == 7);
   using ts::none;
   check_layer_norm_bf16<ts::spec<"x", none, none>, -1>(m, h, c);      // local rows
   check_layer_norm_bf16<ts::spec<"x", none, "y">, -1>(m, h, c);       // psums over y

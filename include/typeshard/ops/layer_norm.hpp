@@ -24,7 +24,7 @@
 //
 //   layer_norm_plan<Mesh, Spec, Extents, T = float, Unreduced = unreduced<>, Dim = -1>
 //   layer_norm_plan_for<X, Dim>
-//   layer_norm<Dim = -1>(x, eps = 1e-6)   (Flax's default epsilon)
+//   layer_norm<Dim = -1>(x, eps = 1e-6)   (Flax's default epsilon; ts::layer_norm<>(x) for -1)
 #pragma once
 
 #include <array>
@@ -324,13 +324,32 @@ G layer_norm_backward(const G& g, const G& y,
 
 }  // namespace detail
 
-// layer_norm<Dim>(x, eps): (x - mean) / sqrt(var + eps) along dimension Dim (-1: the last).
-template <int Dim = -1, sharded_array_type A>
-[[nodiscard]] auto layer_norm(const A& a, double eps = 1e-6,
-                              detail::source_site loc = detail::source_site::current()) {
-  const detail::call_site_scope site(loc);
-  using acc = detail::layer_norm_accumulator<typename A::value_type>;
-  return detail::layer_norm<Dim>(a, static_cast<acc>(eps), nullptr);
-}
+namespace detail {
+// The traced form (ops/detail/traced_layer_norm.hpp, included by ops/traced.hpp).
+template <int Dim, class X>
+auto traced_layer_norm(const X& x, double eps);
+}  // namespace detail
+
+// layer_norm<Dim>(x, eps): (x - mean) / sqrt(var + eps) along dimension Dim (-1: the last),
+// on arrays and traced values. A function object (as std::ranges' algorithms are): argument-
+// dependent lookup never finds it, so a user's own unqualified layer_norm(x) helper called
+// with typeshard arrays stays theirs, neither ambiguous nor replaced.
+template <int Dim = -1>
+struct layer_norm_fn {
+  template <sharded_array_type A>
+  [[nodiscard]] auto operator()(const A& a, double eps = 1e-6,
+                                detail::source_site loc = detail::source_site::current()) const {
+    const detail::call_site_scope site(loc);
+    using acc = detail::layer_norm_accumulator<typename A::value_type>;
+    return detail::layer_norm<Dim>(a, static_cast<acc>(eps), nullptr);
+  }
+  template <class X>
+    requires(!sharded_array_type<X> && requires { typename X::array_type; })
+  [[nodiscard]] auto operator()(const X& x, double eps = 1e-6) const {
+    return detail::traced_layer_norm<Dim>(x, eps);
+  }
+};
+template <int Dim = -1>
+inline constexpr layer_norm_fn<Dim> layer_norm{};
 
 }  // namespace typeshard

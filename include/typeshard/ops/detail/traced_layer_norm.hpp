@@ -25,18 +25,17 @@ std::string describe_layer_norm<X, Dim>::text() {
   return "layer_norm backward: (g - mean(g) - y * mean(g * y)) * rstd, one row pass: " +
          layer_norm_plan_for<V, Dim>::describe_backward();
 }
-}  // namespace detail
 
-template <int Dim = -1, traced_type X>
-[[nodiscard]] auto layer_norm(const X& x, double eps = 1e-6) {
+// ts::layer_norm<Dim>(x, eps) on a traced x (declared in ops/layer_norm.hpp).
+template <int Dim, class X>
+auto traced_layer_norm(const X& x, double eps) {
   using T = typename X::array_type::value_type;
-  detail::layer_norm_stats<T> rstd;
-  auto y = detail::layer_norm<Dim>(x.value(), static_cast<detail::layer_norm_accumulator<T>>(eps),
-                                   &rstd);
-  return detail::record(
-      y, x,
-      [y, rstd](const auto& g) { return detail::layer_norm_backward<Dim>(g, y, rstd); },
-      detail::describe_layer_norm<X, Dim>{});
+  layer_norm_stats<T> rstd;
+  auto y = detail::layer_norm<Dim>(x.value(), static_cast<layer_norm_accumulator<T>>(eps), &rstd);
+  return record(
+      y, x, [y, rstd](const auto& g) { return detail::layer_norm_backward<Dim>(g, y, rstd); },
+      describe_layer_norm<X, Dim>{});
 }
+}  // namespace detail
 
 }  // namespace typeshard
