@@ -235,8 +235,23 @@ void layer_norm_backward_block(backend& b, std::size_t p, const T* gr, const T* 
   const row_geometry geo = rows_of(s, Plan::dim);
   const std::size_t rows = geo.rows();
   if (rows == 0) return;
-  buffer<A> grow(geo.n), yrow(geo.n), sums(2 * rows);
+  buffer<A> grow(geo.n), yrow(geo.n);
   const A inv_count = A(1) / static_cast<A>(count);
+  if constexpr (!Plan::communicates) {
+    // Every row whole on this device: both passes row by row, the row in cache.
+    for (std::size_t r = 0; r < rows; ++r) {
+      const A* g_r = row_as<A>(gr, geo, r, grow.data());
+      const A* y_r = row_as<A>(y, geo, r, yrow.data());
+      A sg, sgy;
+      kernels::row_sums_g_gy(g_r, y_r, geo.n, sg, sgy);
+      A* d_r = out_row<A>(dx, geo, r, grow.data());
+      kernels::layer_norm_backward_row(g_r, y_r, sg * inv_count, sgy * inv_count, rstd[r], d_r,
+                                       geo.n);
+      store_row<A>(d_r, geo, r, dx);
+    }
+    return;
+  }
+  buffer<A> sums(2 * rows);
   for (const step<Rank>& st : Plan::backward_steps) {
     if (st.kind == step_kind::local_reduce) {
       for (std::size_t r = 0; r < rows; ++r)
