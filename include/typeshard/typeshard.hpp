@@ -48,6 +48,7 @@
 #include "ops/shard_map.hpp"
 #include "ops/slice.hpp"
 #include "plan/slice_plan.hpp"
+#include "ops/layer_norm.hpp"
 #include "ops/softmax.hpp"
 #include "ops/split.hpp"
 #include "ops/take.hpp"

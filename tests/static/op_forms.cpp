@@ -100,12 +100,12 @@ constexpr bool products = requires(const X& x) { ts::matmul(ts::transpose(x), x)
 static_assert(products<A> && products<B> && products<T>);
 
 // Global-view only (a block is one device's data: inside shard_map the collectives do these):
-// ts::reshard, ts::einsum with an output spec, ts::softmax along a sharded dimension,
-// ts::permute / split_dim / merge_dims. (ts::iota makes an array from a device mesh, or a
-// block from a block's context: ts::iota<T, Dim>(b.context(), extents).)
+// ts::reshard, ts::einsum with an output spec, ts::softmax and ts::layer_norm along a sharded
+// dimension, ts::permute / split_dim / merge_dims. (ts::iota makes an array from a device
+// mesh, or a block from a block's context: ts::iota<T, Dim>(b.context(), extents).)
 template <class X>
 constexpr bool global_view = requires(const X& x) {
-  ts::reshard<ts::spec<>>(x); ts::softmax<1>(x); ts::permute<1, 0>(x);
+  ts::reshard<ts::spec<>>(x); ts::softmax<1>(x); ts::layer_norm<1>(x); ts::permute<1, 0>(x);
 };
 static_assert(global_view<A> && global_view<T> && !global_view<B>);
 

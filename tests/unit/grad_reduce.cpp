@@ -1,6 +1,7 @@
 // ts::value_and_grad through ts::sum and ts::mean (over sharded and unsharded dimensions,
 // keep_dims, every dimension), ts::softmax and ts::log_softmax (along a sharded dimension:
-// their backward's row sum is a psum), ts::reshard (the reverse reshard: all_gather <-> slice,
+// their backward's row sum is a psum), ts::layer_norm (its fused backward, along sharded and
+// unsharded dimensions), ts::reshard (the reverse reshard: all_gather <-> slice,
 // all_to_all <-> all_to_all back), ts::psum (the identity) and the dimension moves
 // (ts::permute, ts::transpose, ts::split_dim, ts::merge_dims) on the (2,2) mesh: gradients
 // against central finite differences (double) and the replicated (serial) run, even and
@@ -32,6 +33,26 @@ TEST_CASE("grad: sum and mean", "[grad]") {
   const auto x3 = random_tensor(ts::shape<3>{2, 3, 5}, 2);
   check_gradients<ts::spec<none, "x", "y">>(
       "sum<0, 2>", [](auto v) { return sin_sum(ts::sum<0, 2>(v)); }, m, x3);
+}
+
+TEST_CASE("grad: layer_norm along sharded and unsharded dimensions", "[grad]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_2x2> m{devices};
+  for (const ts::shape<2> s : {ts::shape<2>{4, 4}, ts::shape<2>{3, 5}}) {
+    const auto x = random_tensor(s, 5);
+    check_gradients<xy>("layer_norm<-1> (a psum over y)",
+                        [](auto v) { return sin_sum(ts::layer_norm<-1>(v, 1e-5) * 3.0); }, m, x);
+    check_gradients<ts::spec<"x">>("layer_norm<1> (local)",
+                                   [](auto v) { return sin_sum(ts::layer_norm<1>(v) * 3.0); }, m,
+                                   x);
+  }
+  const auto x3 = random_tensor(ts::shape<3>{3, 5, 2}, 6);
+  check_gradients<ts::spec<none, ts::axes("x", "y")>>(
+      "rank 3: layer_norm<1> over x and y", [](auto v) { return sin_sum(ts::layer_norm<1>(v)); },
+      m, x3);
+  check_gradients<ts::spec<"y", none, "x">>(
+      "rank 3: layer_norm<2> over x", [](auto v) { return sin_sum(ts::layer_norm<2>(v) * v); }, m,
+      x3);
 }
 
 TEST_CASE("grad: softmax and log_softmax along a sharded dimension", "[grad]") {

@@ -15,7 +15,7 @@
 // ts::mean (Dims, keep_dims, an output spec), ts::softmax and ts::log_softmax, ts::reshard,
 // ts::psum, ts::permute, ts::transpose (permute<1, 0>), ts::split_dim, ts::merge_dims,
 // ts::slice_in_dim, ts::split, ts::concat, ts::max and ts::min (every form), ts::maximum and
-// ts::minimum.
+// ts::minimum, ts::layer_norm.
 // Each backward is itself one of these ops on global arrays (plan/grad_plan.hpp), so its
 // collectives are planned at compile time:
 //   einsum       d lhs = einsum<"out,rhs->lhs">(d out, rhs), d rhs likewise, then resharded
@@ -25,6 +25,8 @@
 //                are sharded), then resharded;
 //   sum, mean    the cotangent broadcast back (mean: scaled by 1 / count);
 //   softmax      y * (g - sum(g * y)) along the dimension (its sum a psum when sharded);
+//   layer_norm   (g - mean(g) - y * mean(g * y)) * rstd: one fused row pass (one psum of
+//                both row sums when the dimension is sharded);
 //   reshard      the reverse reshard (all_gather <-> slice, all_to_all <-> all_to_all back,
 //                psum <-> identity);
 //   dimension moves  the inverse move (no communication);
@@ -43,6 +45,7 @@
 #include "detail/traced_elementwise.hpp"
 #include "detail/traced_extrema.hpp"
 #include "detail/traced_functions.hpp"
+#include "detail/traced_layer_norm.hpp"
 #include "detail/traced_reduce.hpp"
 #include "detail/traced_slices.hpp"
 #include "detail/traced_value.hpp"
