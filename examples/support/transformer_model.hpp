@@ -270,10 +270,7 @@ inline bool within_budget(const ts::communication_report& r) {
 // LayerNorm over the model dimension (not sharded: local), without scale or bias.
 template <class X>
 auto layer_norm(const X& x) {
-  const auto mu = ts::mean<2>(x, ts::keep_dims);
-  const auto c = x - mu;
-  const auto var = ts::mean<2>(c * c, ts::keep_dims);
-  return c / ts::sqrt(var + 1e-5f);
+  return ts::layer_norm<2>(x, 1e-5f);  // one row kernel: mean, variance, normalise
 }
 
 // GELU, tanh form: 0.5 h (1 + tanh(sqrt(2 / pi) (h + 0.044715 h^3))), as jax.nn.gelu; one
