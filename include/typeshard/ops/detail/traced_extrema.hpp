@@ -122,25 +122,11 @@ auto traced_maximum(const A& a, const B& b) {
   auto name(const X& x, keep_dims_t) {                                                      \
     return detail::traced_extremum<reduction::name, true, Dims...>(x);                      \
   }                                                                                         \
-  template <spec_type OutSpec, int... Dims, traced_type X>                                  \
-  auto name(const X& x) {                                                                   \
-    return reshard<OutSpec>(name<Dims...>(x));                                              \
-  }                                                                                         \
-  template <spec_type OutSpec, int... Dims, traced_type X>                                  \
-  auto name(const X& x, keep_dims_t) {                                                      \
-    return reshard<OutSpec>(name<Dims...>(x, keep_dims));                                   \
-  }                                                                                         \
-  template <int... Dims, spec_type OutSpec, traced_type X>                                  \
-  auto name(OutSpec, const X& x) {                                                          \
-    return reshard<OutSpec>(name<Dims...>(x));                                              \
-  }                                                                                         \
-  template <int... Dims, spec_type OutSpec, traced_type X>                                  \
-  auto name(OutSpec, const X& x, keep_dims_t) {                                             \
-    return reshard<OutSpec>(name<Dims...>(x, keep_dims));                                   \
-  }
+  TYPESHARD_TRACED_REDUCTION_OUT_SPEC(name)
 TYPESHARD_TRACED_EXTREMUM(max)
 TYPESHARD_TRACED_EXTREMUM(min)
 #undef TYPESHARD_TRACED_EXTREMUM
+#undef TYPESHARD_TRACED_REDUCTION_OUT_SPEC
 
 template <class A, class B>
   requires traced_operands<A, B>

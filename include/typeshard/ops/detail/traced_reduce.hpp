@@ -88,7 +88,8 @@ auto mean(const X& x, keep_dims_t) {
   return detail::traced_reduce<true, true, Dims...>(x);
 }
 // With an output spec (a template argument or a value first, keep_dims or not, every form
-// arrays take): the reduction, then the reshard to it (what the plan does).
+// arrays take): the reduction, then the reshard to it (what the plan does). Also the output
+// spec forms of max and min (traced_extrema.hpp, which undefines it).
 #define TYPESHARD_TRACED_REDUCTION_OUT_SPEC(name)                                            \
   template <spec_type OutSpec, int... Dims, traced_type X>                                  \
   auto name(const X& x) {                                                                   \
@@ -108,7 +109,6 @@ auto mean(const X& x, keep_dims_t) {
   }
 TYPESHARD_TRACED_REDUCTION_OUT_SPEC(sum)
 TYPESHARD_TRACED_REDUCTION_OUT_SPEC(mean)
-#undef TYPESHARD_TRACED_REDUCTION_OUT_SPEC
 
 // ---- softmax and log_softmax -------------------------------------------------------------
 
