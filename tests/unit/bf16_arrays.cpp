@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -333,4 +334,65 @@ TEST_CASE("bf16 psum of random values: float sums per element, within bf16 round
   for (std::size_t i = 0; i < 6; ++i)
     for (std::size_t j = 0; j < 8; ++j) sum.data()[(i % 3) * 2 + j % 2] += float(h.data()[i * 8 + j]);
   for (std::size_t p = 0; p < 8; ++p) check_close(got[p], sum, 8.0, 8.0, "psum");
+}
+
+namespace {
+
+// The array-API moves (slice_in_dim, split, concat, take) on bf16 and on float, on values that
+// bf16 holds exactly: the results agree bit for bit (these ops move elements, they compute
+// nothing), for one sharded and one unsharded dimension, with uneven extents.
+template <class Mesh, class Spec>
+void check_slices(const ts::device_mesh<Mesh>& m, std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::size_t> ext(5, 13);
+  std::uniform_int_distribution<int> v(-64, 64);
+  const std::size_t r = ext(rng), c = ext(rng);
+  INFO(Spec::to_string() << ", extents " << r << " x " << c);
+  ts::host_tensor<float, 2> f({r, c});
+  ts::host_tensor<bf16, 2> h({r, c});
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    f.data()[i] = static_cast<float>(v(rng)) / 4.0f;  // exact in bf16
+    h.data()[i] = bf16(f.data()[i]);
+  }
+  const auto xf = ts::device_put<Spec>(m, f);
+  const auto xb = ts::device_put<Spec>(m, h);
+  const auto same = [](const auto& got_bf16, const auto& want_f32) {
+    const auto g = ts::to_host(got_bf16);
+    const auto w = ts::to_host(want_f32);
+    REQUIRE(g.extents() == w.extents());
+    for (std::size_t i = 0; i < w.size(); ++i)
+      REQUIRE(static_cast<float>(g.data()[i]) == w.data()[i]);
+  };
+  same(ts::slice_in_dim<0>(xb, 1, r - 3), ts::slice_in_dim<0>(xf, 1, r - 3));
+  same(ts::slice_in_dim<1>(xb, 2, c - 2), ts::slice_in_dim<1>(xf, 2, c - 2));
+  same(ts::concat<0>(xb, xb), ts::concat<0>(xf, xf));
+  same(ts::concat<1>(xb, xb, xb), ts::concat<1>(xf, xf, xf));
+  const auto sb = ts::split<0, 2>(ts::concat<0>(xb, xb));
+  const auto sf = ts::split<0, 2>(ts::concat<0>(xf, xf));
+  same(sb[0], sf[0]);
+  same(sb[1], sf[1]);
+  // take: rows of the table, the ids replicated.
+  ts::host_tensor<int, 1> ids({4});
+  for (std::size_t i = 0; i < 4; ++i) ids.data()[i] = static_cast<int>((3 * i + 1) % r);
+  const auto id = ts::device_put<ts::spec<ts::none>>(m, ids);
+  // A table sharded over its rows gives a partial sum (each row lives on one device): reduce
+  // it (exact: one nonzero term per element).
+  const auto reduced = [](const auto& e) {
+    return ts::reshard<typename std::remove_cvref_t<decltype(e)>::spec>(e);
+  };
+  same(reduced(ts::take(xb, id)), reduced(ts::take(xf, id)));
+}
+
+}  // namespace
+
+TEST_CASE("bf16 slices, split, concat and take equal float's bit for bit", "[bf16]") {
+  INFO(ts_test::seed_message());
+  std::mt19937_64 rng(ts_test::seed());
+  ts::cpu_devices devices{8};
+  using ts::none;
+  ts::device_mesh<mesh_2x2> m4{devices};
+  check_slices<mesh_2x2, ts::spec<"x", "y">>(m4, rng);
+  check_slices<mesh_2x2, ts::spec<none, ts::axes("x", "y")>>(m4, rng);
+  ts::device_mesh<mesh_2x4> m8{devices};
+  check_slices<mesh_2x4, ts::spec<"model", none>>(m8, rng);
+  check_slices<mesh_2x4, ts::spec<"data", "model">>(m8, rng);
 }
