@@ -147,6 +147,50 @@ static_assert(!ts::einsum_valid<"bij,bjk->bik", b_y, b_x> && !ts::matmul_valid<b
 static_assert(ts::einsum_valid<"bij,bjk->bik", b_y, b_x, out_x> &&
               !ts::matmul_valid<b_y, b_x, out_x>);
 
+// Step by step: each whole operand is sliced (a `slice` step over the sharded side's axes
+// along its batch dimension), then the local product; no step communicates.
+template <class Plan>
+constexpr bool slices_then_product(std::size_t slices) {
+  if (Plan::steps.size() != slices + 1 || Plan::collectives != 0) return false;
+  for (std::size_t s = 0; s < slices; ++s)
+    if (Plan::steps[s].kind != kind::slice || Plan::steps[s].communicates()) return false;
+  return Plan::steps[slices].kind == kind::local_gemm;
+}
+template <class Plan>
+constexpr bool slices(std::size_t s, op operand, std::size_t dim, ts::detail::axis_name axis) {
+  return Plan::steps[s].operand == operand && Plan::steps[s].dim == dim &&
+         Plan::steps[s].axes.count == 1 && Plan::steps[s].axes.axes[0] == axis;
+}
+using mesh_4 = ts::mesh<ts::axis("x", 4)>;
+// The rhs whole: it is the one sliced.
+using batch_rhs = ts::einsum_plan<"bij,bjk->bik", mesh_4, ts::spec<"x">, ts::spec<>>;
+static_assert(gives<batch_rhs, ts::spec<"x", none, none>>);
+static_assert(slices_then_product<batch_rhs>(1) && slices<batch_rhs>(0, op::rhs, 0, "x"));
+// matmul: the same steps.
+using batch_mm = ts::matmul_plan<mesh_4, ts::spec<>, ts::spec<"x", none, none>>;
+static_assert(slices_then_product<batch_mm>(1) && slices<batch_mm>(0, op::lhs, 0, "x"));
+// Rank 4, each operand shards one batch dimension: both sliced, the result sharded by both.
+using batch_both = ts::matmul_plan<mesh_2x2, ts::spec<"x", none, none, none>,
+                                   ts::spec<none, "y", none, none>>;
+static_assert(gives<batch_both, ts::spec<"x", "y", none, none>>);
+static_assert(slices_then_product<batch_both>(2));
+static_assert((slices<batch_both>(0, op::lhs, 1, "y") && slices<batch_both>(1, op::rhs, 0, "x")) ||
+              (slices<batch_both>(0, op::rhs, 0, "x") && slices<batch_both>(1, op::lhs, 1, "y")));
+// Outer products of rank-2 operands on a 1-d mesh, and a batch letter over two axes.
+using outer = ts::einsum_plan<"bi,bk->bik", mesh_4, ts::spec<>, ts::spec<"x">>;
+static_assert(gives<outer, ts::spec<"x", none, none>> && slices_then_product<outer>(1) &&
+              slices<outer>(0, op::lhs, 0, "x"));
+using two_axes = ts::einsum_plan<"bij,bjk->bik", mesh_2x2, ts::spec<ts::axes("x", "y")>,
+                                 ts::spec<>>;
+static_assert(gives<two_axes, ts::spec<ts::axes("x", "y"), none, none>> &&
+              slices_then_product<two_axes>(1) && two_axes::steps[0].operand == op::rhs &&
+              two_axes::steps[0].axes.count == 2);
+// With the output spec named (chosen by cost), the slice is still the cheapest plan.
+using batch_named = ts::einsum_plan<"bij,bjk->bik", mesh_2x2, ts::spec<>, ts::spec<"x">,
+                                    ts::spec<"x", none, none>>;
+static_assert(gives<batch_named, ts::spec<"x", none, none>> &&
+              slices_then_product<batch_named>(1));
+
 // ---- the matmul special case: the plans matmul_plan makes ------------------------------
 template <class E, class M>
 constexpr bool same_plan = std::is_same_v<typename E::out_spec, typename M::out_spec> &&

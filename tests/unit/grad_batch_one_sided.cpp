@@ -1,0 +1,236 @@
+// A batch letter sharded in one operand only (DESIGN rule 2): the result keeps the sharded
+// side's entry and the whole operand is sliced locally, with no communication, as
+// broadcasting does (rule 5). Property test over random extents (even and uneven blocks) on
+// a 1-d mesh (4) and a 2-d mesh (2, 2), through the public entry points:
+//   - ts::einsum and ts::matmul on arrays: the result's spec and unreduced axes, the
+//     collectives a communication_recorder sees (none where the plan has none), and the
+//     values, equal to a serial einsum on the same (integer-valued) data;
+//   - the same products on traced values: ts::value_and_grad's loss and gradients equal the
+//     replicated (serial) run's and central finite differences (grad_check.hpp), so the
+//     whole operand's gradient, computed sharded along the batch letter, is reassembled.
+// Traced and array calls accept the same operands: every traced case here (named output
+// specs included) is the array case beside it; tests/compile_fail/
+// rule2_traced_matmul_batch_specs_differ.cpp checks the refusal (over different axes).
+// Compiled at -O0 with the other grad_* tests (tests/CMakeLists.txt).
+#include "grad_check.hpp"
+
+#include <array>
+#include <cstddef>
+#include <random>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace {
+
+using namespace grad_test;
+using ts::none;
+
+using mesh_4 = ts::mesh<ts::axis("x", 4)>;
+
+// The letters of part 0 (lhs), 1 (rhs) or 2 (output) of "lhs,rhs->out".
+constexpr std::string_view part(std::string_view s, int which) {
+  const std::size_t comma = s.find(','), arrow = s.find("->");
+  if (which == 0) return s.substr(0, comma);
+  if (which == 1) return s.substr(comma + 1, arrow - comma - 1);
+  return s.substr(arrow + 2);
+}
+
+// Random extents per letter (4 to 9: blocks even or uneven over axes of 2 and 4).
+struct letter_extents {
+  std::array<std::size_t, 128> of{};
+  explicit letter_extents(std::mt19937& rng) {
+    std::uniform_int_distribution<std::size_t> u(4, 9);
+    for (std::size_t& e : of) e = u(rng);
+  }
+  template <std::size_t Rank>
+  ts::shape<Rank> shape_of(std::string_view letters) const {
+    ts::shape<Rank> s{};
+    for (std::size_t d = 0; d < Rank; ++d) s[d] = of[static_cast<unsigned char>(letters[d])];
+    return s;
+  }
+};
+
+template <class T, std::size_t Rank>
+ts::host_tensor<T, Rank> random_integers(const ts::shape<Rank>& s, std::mt19937& rng) {
+  ts::host_tensor<T, Rank> t(s);
+  std::uniform_int_distribution<int> u(-3, 3);
+  for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<T>(u(rng));
+  return t;
+}
+
+// Row-major offset of the element of `letters` at the letters' current indices.
+inline std::size_t offset_of(std::string_view letters, const letter_extents& ext,
+                             const std::array<std::size_t, 128>& at) {
+  std::size_t o = 0;
+  for (char c : letters) {
+    const auto l = static_cast<unsigned char>(c);
+    o = o * ext.of[l] + at[l];
+  }
+  return o;
+}
+
+// The serial einsum: every index combination of the equation's letters, summed in double.
+template <class T, std::size_t RA, std::size_t RB, std::size_t RC>
+ts::host_tensor<double, RC> serial_einsum(std::string_view s, const letter_extents& ext,
+                                          const ts::host_tensor<T, RA>& a,
+                                          const ts::host_tensor<T, RB>& b) {
+  const std::string_view la = part(s, 0), lb = part(s, 1), lc = part(s, 2);
+  std::string letters(la);
+  for (char c : lb)
+    if (letters.find(c) == std::string::npos) letters += c;
+  ts::host_tensor<double, RC> c(ext.shape_of<RC>(lc));
+  for (std::size_t i = 0; i < c.size(); ++i) c.data()[i] = 0;
+  std::array<std::size_t, 128> at{};
+  while (true) {
+    c.data()[offset_of(lc, ext, at)] += double(a.data()[offset_of(la, ext, at)]) *
+                                        double(b.data()[offset_of(lb, ext, at)]);
+    std::size_t k = letters.size();
+    while (k-- > 0) {
+      const auto l = static_cast<unsigned char>(letters[k]);
+      if (++at[l] < ext.of[l]) break;
+      at[l] = 0;
+    }
+    if (k == std::size_t(-1)) break;
+  }
+  return c;
+}
+
+// One forward case over `trials` random shapes: lhs sharded by LS, rhs by RS, the product
+// `call(A, B)` (S's equation) of spec Want, unreduced over WantU, running exactly
+// `collectives` collectives.
+template <ts::einsum_subscripts S, class LS, class RS, class Want, class WantU, class Mesh,
+          class Call>
+void forward_case(const std::string& what, const ts::device_mesh<Mesh>& m, std::mt19937& rng,
+                  std::size_t collectives, const Call& call, int trials = 6) {
+  INFO(what << " " << S.view());
+  constexpr std::size_t ra = part(S.view(), 0).size(), rb = part(S.view(), 1).size();
+  constexpr std::size_t rc = part(S.view(), 2).size();
+  for (int t = 0; t < trials; ++t) {
+    const letter_extents ext(rng);
+    const auto a = random_integers<float>(ext.shape_of<ra>(part(S.view(), 0)), rng);
+    const auto b = random_integers<float>(ext.shape_of<rb>(part(S.view(), 1)), rng);
+    const auto A = ts::device_put<LS>(m, a);
+    const auto B = ts::device_put<RS>(m, b);
+    ts::communication_recorder rec;
+    const auto C = call(A, B);
+    const ts::communication_report r = rec.report();
+    using CT = std::remove_cvref_t<decltype(C)>;
+    STATIC_REQUIRE(std::is_same_v<typename CT::spec, Want>);
+    STATIC_REQUIRE(std::is_same_v<typename CT::unreduced_type, WantU>);
+    INFO("extents " << A.extents()[0] << "x" << A.extents()[1] << ", rhs " << B.extents()[0]
+                    << "x" << B.extents()[1]);
+    CHECK(r.size() == collectives);
+    const auto want = serial_einsum<float, ra, rb, rc>(S.view(), ext, a, b);
+    const auto got = host_of(C);
+    REQUIRE(got.extents() == want.extents());
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) wrong += double(got.data()[i]) != want.data()[i];
+    CHECK(wrong == 0);
+  }
+}
+
+template <ts::einsum_subscripts S, class Out = ts::auto_out>
+constexpr auto einsum_call = [](const auto& a, const auto& b) { return ts::einsum<S, Out>(a, b); };
+
+template <class Out = ts::auto_out>
+constexpr auto matmul_call = [](const auto& a, const auto& b) { return ts::matmul<Out>(a, b); };
+
+// One gradient case over `trials` random shapes: the loss f of the product of equation S
+// (both operands of rank Rank) differentiated with lhs and rhs sharded by LS and RS.
+template <ts::einsum_subscripts S, class LS, class RS, class F, class Mesh>
+void gradient_case(const std::string& what, const F& f, const ts::device_mesh<Mesh>& m,
+                   std::mt19937& rng, int trials = 2) {
+  constexpr std::size_t ra = part(S.view(), 0).size(), rb = part(S.view(), 1).size();
+  for (int t = 0; t < trials; ++t) {
+    const letter_extents ext(rng);
+    const unsigned seed = static_cast<unsigned>(rng());
+    const auto a = random_tensor(ext.shape_of<ra>(part(S.view(), 0)), seed);
+    const auto b = random_tensor(ext.shape_of<rb>(part(S.view(), 1)), seed + 1);
+    check_gradients<LS, RS>(what + " " + std::string(S.view()), f, m, a, b);
+  }
+}
+
+TEST_CASE("batch letter sharded in one operand only: einsum and matmul on arrays",
+          "[einsum][matmul][batch]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_4> m1{devices};
+  const ts::device_mesh<mesh_2x2> m2{devices};
+  std::mt19937 rng(20261128);
+  using x__ = ts::spec<"x", none, none>;
+  using ___ = ts::spec<none, none, none>;
+  using no_u = ts::unreduced<>;
+  // Either side sharded, the other sliced; 1-d and 2-d meshes.
+  forward_case<"bij,bjk->bik", ___, x__, x__, no_u>("rhs's b over x (4)", m1, rng, 0,
+                                                    einsum_call<"bij,bjk->bik">);
+  forward_case<"bij,bjk->bik", x__, ___, x__, no_u>("lhs's b over x (4)", m1, rng, 0,
+                                                    einsum_call<"bij,bjk->bik">);
+  forward_case<"bij,bjk->bik", ts::spec<none, none, "y">, ts::spec<"x", "y", none>, x__,
+               ts::unreduced<"y">>("b over x in rhs, j over y in both", m2, rng, 0,
+                                   einsum_call<"bij,bjk->bik">);
+  forward_case<"bij,bjk->bik", ___, ts::spec<"x", none, "y">, ts::spec<"x", none, "y">, no_u>(
+      "b over x, k over y in rhs", m2, rng, 0, einsum_call<"bij,bjk->bik">);
+  forward_case<"bij,bjk->bik", ts::spec<ts::axes("x", "y"), none, none>, ___,
+               ts::spec<ts::axes("x", "y"), none, none>, no_u>("b over (x, y) in lhs", m2, rng,
+                                                               0, einsum_call<"bij,bjk->bik">);
+  forward_case<"bhqd,bhkd->bhqk", ts::spec<"x", "y">, ts::spec<"x">, ts::spec<"x", "y", none, none>,
+               no_u>("attention: heads over y in q only", m2, rng, 0,
+                     einsum_call<"bhqd,bhkd->bhqk">, 3);
+  forward_case<"bi,bk->bik", ts::spec<none, none>, ts::spec<"x", none>, x__, no_u>(
+      "outer products, b over x in rhs", m1, rng, 0, einsum_call<"bi,bk->bik">);
+  // The whole operand's contracted letter on the axis it takes: gathered first (one
+  // all_gather), then the product is local.
+  forward_case<"bij,bjk->bik", ts::spec<none, none, "x">, x__, x__, no_u>(
+      "lhs's j on the taken axis", m1, rng, 1, einsum_call<"bij,bjk->bik">);
+  // Its free letter on that axis: two output letters on one axis, an output spec named.
+  forward_case<"bij,bjk->bik", ts::spec<none, "x", none>, x__, x__, no_u>(
+      "lhs's i on the taken axis, output spec named", m2, rng, 1,
+      einsum_call<"bij,bjk->bik", x__>);
+  // matmul's batch dimensions: the same rule (rank 4: each operand shards one batch
+  // dimension, both are sliced).
+  forward_case<"bij,bjk->bik", ___, x__, x__, no_u>("matmul, rhs's batch over x", m1, rng, 0,
+                                                    matmul_call<>);
+  forward_case<"bij,bjk->bik", ts::spec<"y", "x", none>, ___, ts::spec<"y", "x", none>, no_u>(
+      "matmul, lhs's batch over y, i over x", m2, rng, 0, matmul_call<>);
+  forward_case<"abij,abjk->abik", ts::spec<"x", none, none, none>, ts::spec<none, "y", none, none>,
+               ts::spec<"x", "y", none, none>, no_u>("matmul rank 4, a over x in lhs, b over y "
+                                                     "in rhs",
+                                                     m2, rng, 0, matmul_call<>, 3);
+  forward_case<"bij,bjk->bik", ___, x__, x__, no_u>("matmul, output spec named", m2, rng, 0,
+                                                    matmul_call<x__>);
+}
+
+TEST_CASE("batch letter sharded in one operand only: value_and_grad against the serial run",
+          "[grad][einsum][matmul][batch]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_4> m1{devices};
+  const ts::device_mesh<mesh_2x2> m2{devices};
+  std::mt19937 rng(7);
+  using x__ = ts::spec<"x", none, none>;
+  using ___ = ts::spec<none, none, none>;
+  const auto mm = [](auto x, auto y) { return sin_sum(ts::matmul(x, y)); };
+  gradient_case<"bij,bjk->bik", ___, x__>(
+      "einsum, rhs's b over x (4)",
+      [](auto x, auto y) { return sin_sum(ts::einsum<"bij,bjk->bik">(x, y)); }, m1, rng);
+  gradient_case<"bi,bk->bik", ts::spec<none, none>, ts::spec<"x", none>>(
+      "einsum outer products",
+      [](auto x, auto y) { return sin_sum(ts::einsum<"bi,bk->bik">(x, y)); }, m1, rng);
+  gradient_case<"bhqd,bhkd->bhqk", ts::spec<"x", "y">, ts::spec<"x">>(
+      "attention scores, heads over y in q only",
+      [](auto x, auto y) { return sin_sum(ts::einsum<"bhqd,bhkd->bhqk">(x, y)); }, m2, rng, 1);
+  gradient_case<"bij,bjk->bik", ts::spec<none, none, "y">, ts::spec<"x", "y", none>>(
+      "matmul, b over x in rhs, j over y in both (unreduced)", mm, m2, rng);
+  gradient_case<"abij,abjk->abik", ts::spec<"x", none, none, none>,
+                ts::spec<none, "y", none, none>>(
+      "matmul rank 4, each operand shards one batch dimension", mm, m2, rng, 1);
+  // Output specs named: the traced calls accept what the array calls accept (for einsum, a
+  // batch letter over different axes too).
+  gradient_case<"bij,bjk->bik", ___, x__>(
+      "matmul, output spec named", [](auto x, auto y) { return sin_sum(ts::matmul<x__>(x, y)); },
+      m2, rng, 1);
+  gradient_case<"bij,bjk->bik", ts::spec<"y", none, none>, x__>(
+      "einsum, b over y in lhs and x in rhs, output spec named",
+      [](auto x, auto y) { return sin_sum(ts::einsum<"bij,bjk->bik", x__>(x, y)); }, m2, rng, 1);
+}
+
+}  // namespace
