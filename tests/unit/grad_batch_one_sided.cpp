@@ -233,4 +233,44 @@ TEST_CASE("batch letter sharded in one operand only: value_and_grad against the 
       [](auto x, auto y) { return sin_sum(ts::einsum<"bij,bjk->bik", x__>(x, y)); }, m2, rng, 1);
 }
 
+// ts::matmul<Out> on traced values runs ts::matmul's plan on the arrays (batch dimensions
+// fixed), not the plain einsum's: here the array plan slices the whole lhs and gathers the
+// product (b x i x k), where the einsum of the same equation would gather rhs (b x j x k,
+// fewer bytes for j < i). The forward's collectives under value_and_grad are the array
+// call's, block for block.
+TEST_CASE("batch sharded in one operand only: traced matmul<Out> runs the array plan",
+          "[grad][matmul][batch]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_4> m{devices};
+  std::mt19937 rng(3);
+  using Out = ts::spec<none, none, none>;
+  const auto a = random_tensor(ts::shape<3>{8, 12, 2}, 1);
+  const auto b = random_tensor(ts::shape<3>{8, 2, 10}, 2);
+  // Static extents: with dynamic ones both plans are planned alike (a tie, enumeration order).
+  const auto A = ts::device_put<ts::spec<>, ts::extents<8, 12, 2>>(m, a);
+  const auto B = ts::device_put<ts::spec<"x", none, none>, ts::extents<8, 2, 10>>(m, b);
+  using plan = ts::matmul_plan_for<decltype(A), decltype(B), Out>;
+  STATIC_REQUIRE(plan::collectives == 1);
+  using einsum_plan = ts::einsum_plan_for<"bij,bjk->bik", decltype(A), decltype(B), Out>;
+  CHECK(plan::describe() != einsum_plan::describe());  // what tells the two paths apart
+  ts::communication_recorder array_rec;
+  const auto C = ts::matmul<Out>(A, B);
+  const ts::communication_report array_run = array_rec.report();
+  REQUIRE(array_run.size() == 1);
+  CHECK(array_run.collectives()[0].block_bytes == 8 * 12 * 10 * sizeof(double));  // gathered
+  ts::communication_recorder traced_rec;
+  const auto [loss, grads] = ts::value_and_grad<0, 1>(
+      [](auto x, auto y) { return ts::sum(ts::matmul<Out>(x, y)); })(A, B);
+  const ts::communication_report traced_run = traced_rec.report();
+  REQUIRE(traced_run.size() >= 1);
+  CHECK(traced_run.collectives()[0].name() == array_run.collectives()[0].name());
+  CHECK(traced_run.collectives()[0].axes == array_run.collectives()[0].axes);
+  CHECK(traced_run.collectives()[0].block_bytes == array_run.collectives()[0].block_bytes);
+  double want = 0;
+  const auto c = ts::to_host(C);
+  for (std::size_t i = 0; i < c.size(); ++i) want += c.data()[i];
+  CHECK(close(host_of(loss).data()[0], want, 1e-12));
+  (void)grads;
+}
+
 }  // namespace

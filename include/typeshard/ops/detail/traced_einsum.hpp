@@ -1,5 +1,6 @@
 // typeshard/ops/detail/traced_einsum.hpp: ts::einsum and ts::matmul on traced values (see
-// ops/traced.hpp): each operand's cotangent is the einsum with the transposed equation.
+// ops/traced.hpp): the forward is the array call's (its plan, its rules), each operand's
+// cotangent the einsum with the transposed equation.
 #pragma once
 
 #include <memory>
@@ -33,17 +34,17 @@ auto einsum_transpose(const G& g, const Other& other) {
     return typeshard::einsum<T, typename Operand::spec>(g, other);
 }
 
-// The description of an einsum's backward for ts::backward_plans (record's describer).
-template <einsum_subscripts S, class OutSpec, class A, class B>
+// The description of the backward of an einsum S whose forward result is of type R, for
+// ts::backward_plans (record's describer).
+template <einsum_subscripts S, class R, class A, class B>
 struct describe_einsum {
   static std::string text();
 };
-template <einsum_subscripts S, class OutSpec, class A, class B>
-std::string describe_einsum<S, OutSpec, A, B>::text() {
+template <einsum_subscripts S, class R, class A, class B>
+std::string describe_einsum<S, R, A, B>::text() {
   using AV = value_t<A>;
   using BV = value_t<B>;
-  using G = cotangent_t<decltype(typeshard::einsum<S, OutSpec>(std::declval<const AV&>(),
-                                                               std::declval<const BV&>()))>;
+  using G = cotangent_t<R>;
   // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
   std::string out = "einsum ";
   out.append(S.view()).append(" backward (d out: ").append(G::spec::to_string()).append(")");
@@ -64,6 +65,22 @@ std::string describe_einsum<S, OutSpec, A, B>::text() {
   return out;
 }
 
+// Records the contraction S of traced a and b whose forward result is `value` (the array
+// ts::einsum's or ts::matmul's): each operand's cotangent is the einsum with the transposed
+// equation (einsum_transpose).
+template <einsum_subscripts S, class R, class A, class B>
+auto record_einsum(R value, const A& a, const B& b) {
+  using AV = value_t<A>;
+  using BV = value_t<B>;
+  const AV& av = value_of(a);
+  const BV& bv = value_of(b);
+  return record(
+      std::move(value), a, b,
+      [bv](const auto& g) { return einsum_transpose<einsum_lhs_transpose<S>, AV>(g, bv); },
+      [av](const auto& g) { return einsum_transpose<einsum_rhs_transpose<S>, BV>(g, av); },
+      describe_einsum<S, R, A, B>{});
+}
+
 }  // namespace detail
 
 // einsum<Subscripts[, OutSpec]>(a, b) with a traced operand (ts::einsum on arrays otherwise).
@@ -75,42 +92,39 @@ auto einsum(const A& a, const B& b) {
   const AV& av = detail::value_of(a);
   const BV& bv = detail::value_of(b);
   using forward = decltype(typeshard::einsum<Subscripts, OutSpec>(av, bv));
-  constexpr bool lhs_ok = !traced_type<A> || detail::einsum_check_differentiable<Subscripts, true>();
-  constexpr bool rhs_ok = !traced_type<B> || detail::einsum_check_differentiable<Subscripts, false>();
+  constexpr bool lhs_ok =
+      !traced_type<A> || detail::einsum_check_differentiable<Subscripts, true>();
+  constexpr bool rhs_ok =
+      !traced_type<B> || detail::einsum_check_differentiable<Subscripts, false>();
   if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> || !lhs_ok || !rhs_ok) {
     // A diagnostic fired (here, or in the forward einsum): a value of a well-formed type.
     return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
         typeshard::einsum<Subscripts, OutSpec>(av, bv), detail::tape_of(a, b), nullptr);
   } else {
-    return detail::record(
-        typeshard::einsum<Subscripts, OutSpec>(av, bv), a, b,
-        [bv](const auto& g) {
-          return detail::einsum_transpose<einsum_lhs_transpose<Subscripts>, AV>(g, bv);
-        },
-        [av](const auto& g) {
-          return detail::einsum_transpose<einsum_rhs_transpose<Subscripts>, BV>(g, av);
-        },
-        detail::describe_einsum<Subscripts, OutSpec, A, B>{});
+    return detail::record_einsum<Subscripts>(typeshard::einsum<Subscripts, OutSpec>(av, bv), a,
+                                             b);
   }
 }
 
-// matmul<OutSpec>(a, b) with a traced operand: the einsum "...ij,...jk->...ik", accepted
-// exactly where ts::matmul on the arrays is (its rules: batch dimensions never move, so
-// sharded over different axes they are an error even with an output spec).
+// matmul<OutSpec>(a, b) with a traced operand: forward, ts::matmul on the arrays (its plan
+// and its rules: accepted exactly where the array call is; batch dimensions never move, so
+// sharded over different axes they are an error even with an output spec); backward, the
+// einsums of "...ij,...jk->...ik" transposed.
 template <class OutSpec = auto_out, class A, class B>
   requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 auto matmul(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  using forward = decltype(typeshard::matmul<OutSpec>(av, bv));
   if constexpr (!matmul_valid<AV, BV, OutSpec>) {
     // ts::matmul on the arrays fires its diagnostic; a value of a well-formed type.
-    const AV& av = detail::value_of(a);
-    const BV& bv = detail::value_of(b);
-    using forward = decltype(typeshard::matmul<OutSpec>(av, bv));
     return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
         typeshard::matmul<OutSpec>(av, bv), detail::tape_of(a, b), nullptr);
   } else {
-    return einsum<detail::matmul_subscripts<AV::rank>(), OutSpec>(a, b);
+    return detail::record_einsum<detail::matmul_subscripts<AV::rank>()>(
+        typeshard::matmul<OutSpec>(av, bv), a, b);
   }
 }
 

@@ -69,6 +69,25 @@ auto mixed_einsum_transpose(const G& g, const Other& other) {
     return typeshard::astype<T>(typeshard::einsum<Tr, typename Operand::spec>(
         gt, other, preferred_element<U>));
 }
+
+// Records the contraction S (preferred element U) of traced a and b whose forward result is
+// `value` (the array ts::einsum's or ts::matmul's), with mixed_einsum_transpose backwards.
+template <einsum_subscripts S, class U, class R, class A, class B>
+auto record_mixed_einsum(R value, const A& a, const B& b) {
+  using AV = value_t<A>;
+  using BV = value_t<B>;
+  const AV& av = value_of(a);
+  const BV& bv = value_of(b);
+  return record(
+      std::move(value), a, b,
+      [bv](const auto& g) {
+        return mixed_einsum_transpose<einsum_lhs_transpose<S>, AV, U, is_cast_leaf_v<A>>(g, bv);
+      },
+      [av](const auto& g) {
+        return mixed_einsum_transpose<einsum_rhs_transpose<S>, BV, U, is_cast_leaf_v<B>>(g, av);
+      },
+      &describe_mixed_einsum);
+}
 }  // namespace detail
 
 // astype<U>(x) on a traced x: the cast, whose backward casts the cotangent back (x itself when
@@ -111,25 +130,33 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class
     return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
         typeshard::einsum<Subscripts, OutSpec>(av, bv, pe), detail::tape_of(a, b), nullptr);
   } else {
-    return detail::record(
-        typeshard::einsum<Subscripts, OutSpec>(av, bv, pe), a, b,
-        [bv](const auto& g) {
-          return detail::mixed_einsum_transpose<einsum_lhs_transpose<Subscripts>, AV, U,
-                                                detail::is_cast_leaf_v<A>>(g, bv);
-        },
-        [av](const auto& g) {
-          return detail::mixed_einsum_transpose<einsum_rhs_transpose<Subscripts>, BV, U,
-                                                detail::is_cast_leaf_v<B>>(g, av);
-        },
-        &detail::describe_mixed_einsum);
+    return detail::record_mixed_einsum<Subscripts, U>(
+        typeshard::einsum<Subscripts, OutSpec>(av, bv, pe), a, b);
   }
 }
 
-// matmul<OutSpec>(a, b, preferred_element<U>) with a traced operand.
+// matmul<OutSpec>(a, b, preferred_element<U>) with a traced operand: forward, ts::matmul on
+// the arrays (its plan and its rules: accepted exactly where the array call is), backward as
+// the einsum's of "...ij,...jk->...ik".
 template <class OutSpec = auto_out, class A, class B, class U>
   requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U> pe) {
-  return einsum<detail::matmul_subscripts<detail::value_t<A>::rank>(), OutSpec>(a, b, pe);
+  using AV = detail::value_t<A>;
+  using BV = detail::value_t<B>;
+  const AV& av = detail::value_of(a);
+  const BV& bv = detail::value_of(b);
+  using forward = decltype(typeshard::matmul<OutSpec>(av, bv, pe));
+  if constexpr (std::is_same_v<typename AV::value_type, U>) {
+    return typeshard::matmul<OutSpec>(a, b);  // the ordinary traced matmul
+  } else if constexpr (!matmul_valid<AV, BV, OutSpec> ||
+                       !std::is_same_v<typename forward::value_type, U>) {
+    // A diagnostic fired (in the forward matmul): a value of a well-formed type.
+    return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
+        typeshard::matmul<OutSpec>(av, bv, pe), detail::tape_of(a, b), nullptr);
+  } else {
+    return detail::record_mixed_einsum<detail::matmul_subscripts<AV::rank>(), U>(
+        typeshard::matmul<OutSpec>(av, bv, pe), a, b);
+  }
 }
 
 }  // namespace typeshard
