@@ -94,7 +94,8 @@ void enumerate(std::uint64_t seed) {
 
 // A batch dimension sharded in one operand only keeps its sharding, the whole operand read
 // at its block (no communication), through the typed ts::einsum and ts::matmul on MPI:
-// both orders (the sharded operand on either side), against a serial batched GEMM.
+// both orders (the sharded operand on either side), against a serial batched GEMM; and the
+// gradients of the traced matmul against their closed form.
 template <class Mesh>
 void batch_sharded_in_one_operand(std::uint64_t seed) {
   using ts::none;
@@ -127,6 +128,35 @@ void batch_sharded_in_one_operand(std::uint64_t seed) {
   const auto E = ts::matmul(A2, B2);
   static_assert(std::is_same_v<typename decltype(E)::spec, ts::spec<"x", none, none>>);
   REQUIRE(ts::to_host(E) == want);
+  // Traced: value_and_grad of sum(matmul(A, B)): d A[t,i,j] = sum_k B[t,j,k] (A's gradient
+  // computed sharded along the batch, then gathered into A's replicated spec), d B[t,j,k] =
+  // sum_i A[t,i,j] (B's spec); the loss is the sum of the product.
+  const auto [loss, grads] = ts::value_and_grad<0, 1>(
+      [](auto x, auto y) { return ts::sum(ts::matmul(x, y)); })(A, B);
+  const auto& [dA, dB] = grads;
+  static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(dA)>::spec,
+                               ts::spec<none, none, none>>);
+  static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(dB)>::spec,
+                               ts::spec<"x", none, none>>);
+  double total = 0;
+  for (std::size_t e = 0; e < want.size(); ++e) total += want.data()[e];
+  const auto whole = [](const auto& v) { return ts::to_host(ts::reshard<ts::spec<>>(v)); };
+  REQUIRE(double(whole(loss).data()[0]) == total);  // the loss may be unreduced over x
+  const auto ga = whole(dA);
+  const auto gb = whole(dB);
+  for (std::size_t t = 0; t < 4; ++t)
+    for (std::size_t j = 0; j < 5; ++j) {
+      for (std::size_t i = 0; i < 3; ++i) {
+        double s = 0;
+        for (std::size_t k = 0; k < 2; ++k) s += double(b(t, j, k));
+        REQUIRE(double(ga(t, i, j)) == s);
+      }
+      for (std::size_t k = 0; k < 2; ++k) {
+        double s = 0;
+        for (std::size_t i = 0; i < 3; ++i) s += double(a(t, i, j));
+        REQUIRE(double(gb(t, j, k)) == s);
+      }
+    }
 }
 
 }  // namespace
