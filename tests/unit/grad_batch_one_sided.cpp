@@ -7,7 +7,9 @@
 //     values, equal to a serial einsum on the same (integer-valued) data;
 //   - the same products on traced values: ts::value_and_grad's loss and gradients equal the
 //     replicated (serial) run's and central finite differences (grad_check.hpp), so the
-//     whole operand's gradient, computed sharded along the batch letter, is reassembled.
+//     whole operand's gradient, computed sharded along the batch letter, is reassembled;
+//   - traced ts::matmul runs the array ts::matmul's plan forward (its collectives, block for
+//     block), with preferred_element too (bfloat16 copies, float gradients, exact).
 // Traced and array calls accept the same operands: every traced case here (named output
 // specs included) is the array case beside it; tests/compile_fail/
 // rule2_traced_matmul_batch_specs_differ.cpp checks the refusal (over different axes).
@@ -271,6 +273,47 @@ TEST_CASE("batch sharded in one operand only: traced matmul<Out> runs the array 
   for (std::size_t i = 0; i < c.size(); ++i) want += c.data()[i];
   CHECK(close(host_of(loss).data()[0], want, 1e-12));
   (void)grads;
+}
+
+// Mixed precision: bfloat16 copies of float arguments through ts::matmul with
+// preferred_element<float> (the traced mixed path), rhs's batch over x: the loss and the
+// float gradients equal the replicated run's exactly (small integers: every product and sum
+// is exact in bfloat16 and float).
+TEST_CASE("batch sharded in one operand only: mixed-precision traced matmul",
+          "[grad][matmul][batch][bf16]") {
+  ts::cpu_devices devices{4};
+  const ts::device_mesh<mesh_2x2> m{devices};
+  std::mt19937 rng(5);
+  const auto f = [](auto x, auto y) {
+    return ts::sum(ts::matmul(ts::astype<ts::bfloat16>(x), ts::astype<ts::bfloat16>(y),
+                              ts::preferred_element<float>));
+  };
+  for (int t = 0; t < 3; ++t) {
+    const letter_extents ext(rng);
+    const auto a = random_integers<float>(ext.shape_of<3>("bij"), rng);
+    const auto b = random_integers<float>(ext.shape_of<3>("bjk"), rng);
+    const auto [l, g] = ts::value_and_grad<0, 1>(f)(ts::device_put<ts::spec<>>(m, a),
+                                                  ts::device_put<ts::spec<"x">>(m, b));
+    const auto [ls, gs] = ts::value_and_grad<0, 1>(f)(ts::device_put<ts::spec<>>(m, a),
+                                                    ts::device_put<ts::spec<>>(m, b));
+    CHECK(host_of(l).data()[0] == host_of(ls).data()[0]);
+    const auto ga = host_of(std::get<0>(g)), gsa = host_of(std::get<0>(gs));
+    const auto gb = host_of(std::get<1>(g)), gsb = host_of(std::get<1>(gs));
+    REQUIRE(ga.extents() == a.extents());
+    REQUIRE(gb.extents() == b.extents());
+    CHECK(ga == gsa);
+    CHECK(gb == gsb);
+    // d a[t, i, j] = sum_k b[t, j, k]: the whole operand's gradient, reassembled.
+    std::size_t wrong = 0;
+    for (std::size_t n = 0; n < ga.size(); ++n) {
+      const std::size_t J = a.extent(2), K = b.extent(2);
+      const std::size_t t3 = n / (a.extent(1) * J), j = n % J;
+      double s = 0;
+      for (std::size_t k = 0; k < K; ++k) s += b.data()[(t3 * J + j) * K + k];
+      wrong += double(ga.data()[n]) != s;
+    }
+    CHECK(wrong == 0);
+  }
 }
 
 }  // namespace
