@@ -108,6 +108,17 @@ bool has_strides(const shape<R>& ext, const std::array<std::size_t, R>& want) {
   return true;
 }
 
+// Advances i to the next row of `box` (row-major over every dimension but the last, which
+// the caller's inner loop covers); false after the last row.
+template <std::size_t R>
+bool next_row(std::array<std::size_t, R>& i, const shape<R>& box) {
+  for (std::size_t d = R - 1; d-- > 0;) {
+    if (++i[d] < box[d]) return true;
+    i[d] = 0;
+  }
+  return false;
+}
+
 // dst[sum_d i_d * dst_stride[d]] (+)= src[row-major index of origin + i in src_shape], for
 // every i in the box `box`. With a zero stride (a summed letter), the values add up
 // (dst must be zeroed first).
@@ -132,13 +143,7 @@ void strided_copy(const T* src, const shape<R>& src_shape, const shape<R>& origi
       for (std::size_t k = 0; k < inner; ++k) t[k * ds] += s[k];
     else
       for (std::size_t k = 0; k < inner; ++k) t[k * ds] = s[k];
-    std::size_t d = R - 1;
-    while (d-- > 0) {
-      if (++i[d] < box[d]) break;
-      i[d] = 0;
-      if (d == 0) return;
-    }
-    if (R == 1) return;
+    if (!next_row(i, box)) return;
   }
 }
 
@@ -157,13 +162,7 @@ void strided_read(const T* src, const std::array<std::size_t, R>& src_stride, co
     const T* s = src + so;
     for (std::size_t k = 0; k < inner; ++k) dst[k] = s[k * ss];
     dst += inner;
-    std::size_t d = R - 1;
-    while (d-- > 0) {
-      if (++i[d] < box[d]) break;
-      i[d] = 0;
-      if (d == 0) return;
-    }
-    if (R == 1) return;
+    if (!next_row(i, box)) return;
   }
 }
 
