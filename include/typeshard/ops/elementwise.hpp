@@ -12,9 +12,9 @@
 // communication (each device reads its slice of the whole one); sharded over different
 // axes is a compile error that suggests ts::reshard. Operands of one layout and shape take
 // a plain loop over their blocks (detail/elementwise_shards.hpp). The same device mesh is
-// needed (else a device_mesh_error naming both). Rule 3: on a value unreduced over some axis only linear operations compile
-// (negation, scaling by a scalar, adding or subtracting a value unreduced over the same
-// axes); adding a scalar to one is not linear (it would add it once per partial sum).
+// needed (else a device_mesh_error naming both). Rule 3: on a value unreduced over some axis only
+// linear operations compile (negation, scaling by a scalar, adding or subtracting a value unreduced
+// over the same axes); adding a scalar to one is not linear (it would add it once per partial sum).
 #pragma once
 
 #include <algorithm>
@@ -80,8 +80,9 @@ auto linear_zip(const A& a, const B& b, F f, const char* op) {
   if constexpr (!check_elementwise_operands<A, B>()) {
     return a;
   } else if constexpr (!std::is_same_v<typename A::unreduced_type, typename B::unreduced_type>) {
-    static_assert(require<false, diagnostic::unreduced_axes_differ<
-                                     typename A::unreduced_type, typename B::unreduced_type>>::value);
+    static_assert(
+        require<false, diagnostic::unreduced_axes_differ<typename A::unreduced_type,
+                                                         typename B::unreduced_type>>::value);
     return a;
   } else {
     using R = std::common_type_t<typename A::value_type, typename B::value_type>;

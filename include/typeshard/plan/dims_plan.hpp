@@ -252,7 +252,8 @@ struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1> {
   static std::string describe() {
     return "local split of dimension " + std::to_string(D) + ": " +
            (extent_static ? std::to_string(extent) : std::string("dyn")) + " -> " +
-           detail::shape_or_dyn_string(std::array<std::size_t, 2>{out_static[D], out_static[D + 1]}) +
+           detail::shape_or_dyn_string(
+               std::array<std::size_t, 2>{out_static[D], out_static[D + 1]}) +
            ", no communication, no copy => " + detail::spec_string(out_entries);
   }
 };
