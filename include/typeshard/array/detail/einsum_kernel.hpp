@@ -108,17 +108,6 @@ bool has_strides(const shape<R>& ext, const std::array<std::size_t, R>& want) {
   return true;
 }
 
-// Advances i to the next row of `box` (row-major over every dimension but the last, which
-// the caller's inner loop covers); false after the last row.
-template <std::size_t R>
-bool next_row(std::array<std::size_t, R>& i, const shape<R>& box) {
-  for (std::size_t d = R - 1; d-- > 0;) {
-    if (++i[d] < box[d]) return true;
-    i[d] = 0;
-  }
-  return false;
-}
-
 // dst[sum_d i_d * dst_stride[d]] (+)= src[row-major index of origin + i in src_shape], for
 // every i in the box `box`. With a zero stride (a summed letter), the values add up
 // (dst must be zeroed first).
