@@ -69,7 +69,8 @@ inline constexpr std::uint64_t vary_of_spec = [] {
 template <mesh_type Mesh>
 class shard_context {
  public:
-  shard_context(const device_mesh<Mesh>& m, std::size_t position) : mesh_(&m), position_(position) {}
+  shard_context(const device_mesh<Mesh>& m, std::size_t position)
+      : mesh_(&m), position_(position) {}
 
   const device_mesh<Mesh>& mesh() const { return *mesh_; }
   backend& get_backend() const { return mesh_->get_backend(); }
@@ -103,8 +104,8 @@ namespace detail {
 
 // A block's failure, out of line: a function of values, one copy per TU (not a message
 // built in every block type's constructor).
-[[noreturn]] TYPESHARD_COLD inline void throw_block_buffer_size(std::span<const std::size_t> extents,
-                                                              std::size_t need, std::size_t got) {
+[[noreturn]] TYPESHARD_COLD inline void throw_block_buffer_size(
+    std::span<const std::size_t> extents, std::size_t need, std::size_t got) {
   throw shape_error("typeshard: a block of shape " + shape_string(extents) + " needs " +
                     std::to_string(need) + " elements, the buffer has " + std::to_string(got));
 }

@@ -29,7 +29,8 @@ namespace typeshard {
 namespace detail {
 
 template <class B, class R, std::uint64_t V>
-using block_like = block<R, std::remove_cvref_t<B>::rank, typename std::remove_cvref_t<B>::mesh_type, V>;
+using block_like =
+    block<R, std::remove_cvref_t<B>::rank, typename std::remove_cvref_t<B>::mesh_type, V>;
 
 [[noreturn]] TYPESHARD_COLD inline void throw_block_shapes_differ(std::span<const std::size_t> a,
                                                                 std::span<const std::size_t> b,

@@ -139,8 +139,8 @@ auto matmul(const A& a, const B& b) {
                                              typename arr_b::mesh_type>>::value);
     return a;
   } else if constexpr (!(R >= 2 && (arr_b::rank == 2 || arr_b::rank == R))) {
-    static_assert(detail::require<false,
-                                  diagnostic::block_matmul_ranks_unsupported<R, arr_b::rank>>::value);
+    static_assert(
+        detail::require<false, diagnostic::block_matmul_ranks_unsupported<R, arr_b::rank>>::value);
     return a;
   } else {
     return detail::block_product(a, b);

@@ -12,6 +12,7 @@
 
 #include "rules/collectives.hpp"
 #include "rules/elements.hpp"
+#include "rules/indexing.hpp"
 #include "rules/mesh.hpp"
 #include "rules/rule1_spec.hpp"
 #include "rules/rule2_einsum.hpp"

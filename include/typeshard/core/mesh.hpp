@@ -106,7 +106,9 @@ struct mesh {
 
  public:
   // Whether the mesh has an axis of that name.
-  static constexpr bool contains(axis_name name) { return detail::find_axis(axes, name) != detail::npos; }
+  static constexpr bool contains(axis_name name) {
+    return detail::find_axis(axes, name) != detail::npos;
+  }
 
   // Position of the named axis, or rank when the mesh has none (total, for generic code).
   static constexpr std::size_t index_of(axis_name name) {

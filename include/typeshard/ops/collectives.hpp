@@ -22,151 +22,23 @@
 // primitives, with no copy beyond the collective's own.
 #pragma once
 
-#include <array>
 #include <cstddef>
-#include <cstdint>
 #include <initializer_list>
 #include <span>
-#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "../core/config.hpp"
 #include "../backend/backend.hpp"
 #include "../backend/detail/call_site.hpp"
 #include "../array/block.hpp"
 #include "../detail/buffer.hpp"
+#include "detail/block_collective.hpp"
 #include "detail/collective_calls.hpp"
-#include "../core/detail/diagnose.hpp"
 #include "../core/detail/mesh_group.hpp"
-#include "../core/errors.hpp"
 #include "../core/layout.hpp"
-#include "../core/rules/collectives.hpp"
-#include "../core/rules/mesh.hpp"
 
 namespace typeshard {
-
-namespace detail {
-
-template <class Mesh, axis_name... Axes>
-constexpr axis_name first_unknown_axis() {
-  for (const axis_name& a : std::array<axis_name, sizeof...(Axes)>{Axes...})
-    if (!Mesh::contains(a)) return a;
-  return {};
-}
-
-template <axis_name... Axes>
-constexpr axis_name first_repeated_name() {
-  const std::array<axis_name, sizeof...(Axes)> names{Axes...};
-  for (std::size_t i = 0; i < names.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (names[i] == names[j]) return names[i];
-  return {};
-}
-
-// Fires one diagnostic and returns false if Axes are not distinct axes of Mesh.
-template <class Mesh, axis_name... Axes>
-constexpr bool check_collective_axes() {
-  if constexpr (sizeof...(Axes) > dim_spec::max_axes) {
-    return require<false, diagnostic::collective_too_many_axes<sizeof...(Axes)>>::value && false;
-  } else if constexpr (!first_unknown_axis<Mesh, Axes...>().empty()) {
-    return require_named<false, first_unknown_axis<Mesh, Axes...>(),
-                         diagnostic::collective_unknown_axis>::value &&
-           false;
-  } else if constexpr (!first_repeated_name<Axes...>().empty()) {
-    return require_named<false, first_repeated_name<Axes...>(),
-                         diagnostic::collective_axis_repeated>::value &&
-           false;
-  } else {
-    return true;
-  }
-}
-
-template <axis_name... Axes>
-constexpr dim_spec axes_list() {
-  dim_spec d;
-  ((d.axes[d.count++] = Axes), ...);
-  return d;
-}
-
-// The collectives' failures, out of line: functions of values, one copy per TU (not a
-// message built in every collective's instantiation).
-[[noreturn]] TYPESHARD_COLD inline void throw_dimension_out_of_rank(std::size_t dim,
-                                                                  std::size_t rank,
-                                                                  const char* op) {
-  throw usage_error(std::string("typeshard: ") + op + ": dimension " + std::to_string(dim) +
-                    " of a block of rank " + std::to_string(rank) +
-                    "; name a dimension below the rank");
-}
-[[noreturn]] TYPESHARD_COLD inline void throw_split_not_divisible(std::size_t split_axis,
-                                                                std::size_t extent,
-                                                                std::size_t group_size) {
-  throw shape_error("typeshard: all_to_all: split dimension " + std::to_string(split_axis) +
-                    " has extent " + std::to_string(extent) +
-                    ", not divisible by the group size " + std::to_string(group_size) +
-                    "; use an extent that is a multiple of the group size");
-}
-[[noreturn]] TYPESHARD_COLD inline void throw_bad_permutation_pair(std::size_t source,
-                                                                 std::size_t destination,
-                                                                 std::size_t group_size) {
-  throw usage_error("typeshard: ppermute: the pair (" + std::to_string(source) + ", " +
-                    std::to_string(destination) + ") is outside a group of " +
-                    std::to_string(group_size) + " or repeats a source or destination; " +
-                    "give each rank at most once as a source and once as a destination");
-}
-
-template <class B>
-void check_dimension(const B&, std::size_t dim, const char* op) {
-  if (dim >= std::remove_cvref_t<B>::rank)
-    throw_dimension_out_of_rank(dim, std::remove_cvref_t<B>::rank, op);
-}
-
-template <class B, std::uint64_t V>
-using retyped = block<typename std::remove_cvref_t<B>::value_type, std::remove_cvref_t<B>::rank,
-                      typename std::remove_cvref_t<B>::mesh_type, V>;
-
-// What a collective returns after its diagnostic fired: an (empty) block of x's type but
-// varying over no axis. It satisfies every later check (an out spec's replication, rule 4;
-// the operands of a matmul), so the one diagnostic stays the only error. Never run: the
-// program does not compile.
-template <class B>
-auto after_diagnostic(const B& x) {
-  return retyped<B, 0>(x.context(), x.extents());
-}
-
-template <class Mesh, axis_name... Axes>
-mesh_group<Mesh> group_here(std::size_t position) {
-  return group_of<Mesh>(axes_list<Axes...>(), position);
-}
-
-// all_reduce of a block over Axes with `op`; the result is invariant over them.
-template <reduce_op Op, axis_name... Axes, class B>
-auto reduce_block(const B& x) {
-  using arr = std::remove_cvref_t<B>;
-  using Mesh = typename arr::mesh_type;
-  using T = typename arr::value_type;
-  using result = retyped<B, (arr::varying & ~vary<Mesh, Axes...>)>;
-  const mesh_group<Mesh> g = group_here<Mesh, Axes...>(x.context().position());
-  buffer<T> out(x.size());
-  x.context().get_backend().all_reduce(backend_group(g), element_type_of<T>, Op, x.data(),
-                                       out.data(), out.size());
-  return result(x.context(), x.extents(), std::move(out));
-}
-
-}  // namespace detail
-
-namespace detail {
-
-template <reduce_op Op, axis_name... Axes, class B>
-auto checked_reduce(const B& x) {
-  if constexpr (!check_collective_axes<typename B::mesh_type, Axes...>())
-    return after_diagnostic(x);
-  else
-    return reduce_block<Op, Axes...>(x);
-}
-
-}  // namespace detail
 
 // psum<Axes...>(x): the sum of x over the group (all-reduce), on every member.
 // pmax / pmin: the elementwise maximum / minimum over the group (NaN-aware, as the
@@ -189,15 +61,13 @@ template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
 auto pmean(const B& x, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  if constexpr (!detail::check_collective_axes<typename B::mesh_type, Axes...>()) {
-    return detail::after_diagnostic(x);
-  } else {
+  return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
-    auto s = detail::reduce_block<reduce_op::sum, Axes...>(x);
-    const T n = static_cast<T>(detail::group_size<typename B::mesh_type>(detail::axes_list<Axes...>()));
+    auto s = detail::reduce_block<reduce_op::sum, Axes...>(x, g);
+    const T n = static_cast<T>(g.size);
     for (T& v : s.values()) v /= n;
     return s;
-  }
+  });
 }
 
 // all_gather<Axes...>(x, dim): the group's blocks concatenated along dim in rank order
@@ -207,22 +77,17 @@ template <axis_name... Axes, block_type B>
 auto all_gather(const B& x, std::size_t dim = 0,
                 detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  using Mesh = typename B::mesh_type;
-  if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
-    return detail::after_diagnostic(x);
-  } else {
+  return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
-    using result = detail::retyped<B, (B::varying & ~vary<Mesh, Axes...>)>;
     detail::check_dimension(x, dim, "all_gather");
-    const detail::mesh_group<Mesh> g = detail::group_here<Mesh, Axes...>(x.context().position());
     typename B::shape_type out_shape = x.extents();
     out_shape[dim] *= g.size;
     detail::buffer<T> out(host_tensor<T, B::rank>::element_count(out_shape));
     const std::vector<std::size_t> extents(g.size, x.extent(dim));
     detail::gather_along(x.context().get_backend(), detail::backend_group(g), x.data(),
                          x.extents(), dim, std::span<const std::size_t>(extents), out.data());
-    return result(x.context(), out_shape, std::move(out));
-  }
+    return detail::invariant_over<B, Axes...>(x.context(), out_shape, std::move(out));
+  });
 }
 
 // psum_scatter<Axes...>(x, dim): the sum over the group, of which member r keeps slice r
@@ -233,14 +98,9 @@ template <axis_name... Axes, block_type B>
 auto psum_scatter(const B& x, std::size_t dim = 0,
                   detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  using Mesh = typename B::mesh_type;
-  if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
-    return detail::after_diagnostic(x);
-  } else {
+  return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
-    using result = detail::retyped<B, (B::varying | vary<Mesh, Axes...>)>;
     detail::check_dimension(x, dim, "psum_scatter");
-    const detail::mesh_group<Mesh> g = detail::group_here<Mesh, Axes...>(x.context().position());
     std::vector<std::size_t> extents(g.size);
     for (std::size_t r = 0; r < g.size; ++r)
       extents[r] = block_slice(x.extent(dim), g.size, r).size();
@@ -250,8 +110,8 @@ auto psum_scatter(const B& x, std::size_t dim = 0,
     detail::scatter_along(x.context().get_backend(), detail::backend_group(g), reduce_op::sum,
                           x.data(), x.extents(), dim, std::span<const std::size_t>(extents),
                           out.data());
-    return result(x.context(), out_shape, std::move(out));
-  }
+    return detail::varying_over<B, Axes...>(x.context(), out_shape, std::move(out));
+  });
 }
 
 // all_to_all<Axes...>(x, split_axis, concat_axis): x is cut into equal chunks along
@@ -262,15 +122,10 @@ template <axis_name... Axes, block_type B>
 auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
                 detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  using Mesh = typename B::mesh_type;
-  if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
-    return detail::after_diagnostic(x);
-  } else {
+  return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
-    using result = detail::retyped<B, (B::varying | vary<Mesh, Axes...>)>;
     detail::check_dimension(x, split_axis, "all_to_all");
     detail::check_dimension(x, concat_axis, "all_to_all");
-    const detail::mesh_group<Mesh> g = detail::group_here<Mesh, Axes...>(x.context().position());
     if (x.extent(split_axis) % g.size != 0)
       detail::throw_split_not_divisible(split_axis, x.extent(split_axis), g.size);
     const auto out_shape =
@@ -278,8 +133,8 @@ auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
     detail::buffer<T> out(host_tensor<T, B::rank>::element_count(out_shape));
     detail::all_to_all_along(x.context().get_backend(), detail::backend_group(g), x.data(),
                              x.extents(), split_axis, concat_axis, out.data());
-    return result(x.context(), out_shape, std::move(out));
-  }
+    return detail::varying_over<B, Axes...>(x.context(), out_shape, std::move(out));
+  });
 }
 
 // ppermute<Axes...>(x, perm): perm lists (source rank, destination rank) pairs within the
@@ -290,13 +145,8 @@ template <axis_name... Axes, block_type B>
 auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> perm,
               detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  using Mesh = typename B::mesh_type;
-  if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
-    return detail::after_diagnostic(x);
-  } else {
+  return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
-    using result = detail::retyped<B, (B::varying | vary<Mesh, Axes...>)>;
-    const detail::mesh_group<Mesh> g = detail::group_here<Mesh, Axes...>(x.context().position());
     std::size_t send_to = no_peer, recv_from = no_peer;
     std::vector<bool> is_source(g.size, false), is_destination(g.size, false);
     for (const auto& [source, destination] : perm) {
@@ -311,8 +161,8 @@ auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> p
     x.context().get_backend().permute(detail::backend_group(g), element_type_of<T>, x.data(),
                                       send_to == no_peer ? 0 : x.size(), send_to, out.data(),
                                       out.size(), recv_from);
-    return result(x.context(), x.extents(), std::move(out));
-  }
+    return detail::varying_over<B, Axes...>(x.context(), x.extents(), std::move(out));
+  });
 }
 template <axis_name... Axes, block_type B>
   requires(sizeof...(Axes) >= 1)
@@ -375,52 +225,6 @@ constexpr std::size_t axis_size(const B&) {
     return detail::group_size<typename B::mesh_type>(detail::axes_list<Axes...>());
 }
 
-// ---- on a global array: a diagnostic naming the fix -----------------------------------------
-
-namespace diagnostic {
-template <class Array>
-struct collective_on_global_array {
-  static constexpr bool fire() {
-    static_assert(detail::always_false<Array>,
-                  "typeshard: collectives (all_gather, psum_scatter, all_to_all, pmax, pmin, "
-                  "pmean, ppermute, shift) take a block inside ts::shard_map, not a global array; "
-                  "fix: on a global array name the spec you want and the plan picks the "
-                  "collective, ts::reshard<ts::spec<...>>(x) (the spec without the axis: an "
-                  "all-gather), or call the collective on a block inside ts::shard_map");
-    return true;
-  }
-};
-}  // namespace diagnostic
-
-namespace detail {
-// A global-view array (a sharded array, or a value traced by ts::value_and_grad).
-template <class A>
-concept global_array_like = !block_type<A> && requires {
-  typename std::remove_cvref_t<A>::layout_type;
-  typename std::remove_cvref_t<A>::unreduced_type;
-};
-}  // namespace detail
-
-#define TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY(name)                                            \
-  template <axis_name... Axes, detail::global_array_like A, class... Rest>                   \
-  auto name(const A& x, const Rest&...) {                                                   \
-    static_assert(                                                                          \
-        detail::require<false, diagnostic::collective_on_global_array<A>>::value);          \
-    return x;                                                                               \
-  }
-TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY(all_gather)
-TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY(psum_scatter)
-TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY(all_to_all)
-TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY(pmax)
-TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY(pmin)
-TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY(pmean)
-TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY(ppermute)
-TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY(shift)
-#undef TYPESHARD_COLLECTIVE_ON_GLOBAL_ARRAY
-template <axis_name... Axes, detail::global_array_like A>
-auto ppermute(const A& x, std::initializer_list<std::pair<std::size_t, std::size_t>>) {
-  static_assert(detail::require<false, diagnostic::collective_on_global_array<A>>::value);
-  return x;
-}
-
 }  // namespace typeshard
+
+#include "detail/collective_on_global_array.hpp"

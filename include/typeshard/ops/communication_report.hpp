@@ -127,8 +127,9 @@ class communication_report {
     std::size_t i = 0;
     for (const communication_record& c : r.collectives_) {
       std::snprintf(line, sizeof line, "  %3zu  %-13s %-12s %5zu %12s %12s %7.3f ms\n", ++i,
-                    c.name().c_str(), c.axes.c_str(), c.group_size, bytes_text(c.block_bytes).c_str(),
-                    bytes_text(c.bytes_received).c_str(), c.seconds * 1e3);
+                    c.name().c_str(), c.axes.c_str(), c.group_size,
+                    bytes_text(c.block_bytes).c_str(), bytes_text(c.bytes_received).c_str(),
+                    c.seconds * 1e3);
       os << line;
     }
     std::snprintf(line, sizeof line,
@@ -150,7 +151,8 @@ class communication_report {
   static std::string bytes_text(std::size_t b) {
     char s[32];
     if (b < 10 * 1024) std::snprintf(s, sizeof s, "%zu B", b);
-    else if (b < 10 * 1024 * 1024) std::snprintf(s, sizeof s, "%.1f KiB", static_cast<double>(b) / 1024);
+    else if (b < 10 * 1024 * 1024)
+      std::snprintf(s, sizeof s, "%.1f KiB", static_cast<double>(b) / 1024);
     else std::snprintf(s, sizeof s, "%.1f MiB", static_cast<double>(b) / (1024 * 1024));
     return s;
   }
@@ -173,7 +175,8 @@ template <class Unused = void>
 class basic_communication_recorder final : public collective_observer {
  public:
   basic_communication_recorder()
-      : previous_(detail::installed_collective_observer.exchange(this, std::memory_order_acq_rel)) {}
+      : previous_(
+            detail::installed_collective_observer.exchange(this, std::memory_order_acq_rel)) {}
   ~basic_communication_recorder() {
     detail::installed_collective_observer.store(previous_, std::memory_order_release);
   }

@@ -30,23 +30,11 @@
 #include "../array/device_mesh.hpp"
 #include "../array/sharded_array.hpp"
 #include "../core/detail/diagnose.hpp"
+#include "../core/rules/indexing.hpp"
 #include "../core/errors.hpp"
 #include "slice.hpp"
 
 namespace typeshard {
-
-namespace diagnostic {
-template <class First, class Other>
-struct concat_operands_differ {
-  static constexpr bool fire() {
-    static_assert(detail::always_false<First, Other>,
-                  "typeshard: ts::concat: the operands differ in element type, rank, mesh, "
-                  "spec or unreduced axes (a concatenation keeps one sharding); fix: "
-                  "ts::reshard<Spec> (or ts::astype) the operands to the first's first");
-    return true;
-  }
-};
-}  // namespace diagnostic
 
 namespace detail {
 
@@ -89,15 +77,9 @@ constexpr std::size_t concat_static_extent() {
                                                                    std::size_t dim,
                                                                    std::size_t got,
                                                                    std::size_t want) {
-  throw shape_error(std::string("typeshard: ts::concat: operand ")
-                        .append(std::to_string(operand))
-                        .append(" has extent ")
-                        .append(std::to_string(got))
-                        .append(" in dimension ")
-                        .append(std::to_string(dim))
-                        .append(", the first operand ")
-                        .append(std::to_string(want))
-                        .append("; fix: operands that differ only along the joined dimension"));
+  throw shape_error(message({"typeshard: ts::concat: operand ", operand, " has extent ", got,
+                             " in dimension ", dim, ", the first operand ", want,
+                             "; fix: operands that differ only along the joined dimension"}));
 }
 
 template <std::size_t Dim, class X, class... Xs>

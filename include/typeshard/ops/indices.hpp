@@ -32,6 +32,7 @@
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
 #include "../core/detail/diagnose.hpp"
+#include "../core/rules/indexing.hpp"
 #include "../core/rules/rule3_unreduced.hpp"
 #include "../core/spec.hpp"
 #include "../detail/buffer.hpp"
@@ -40,18 +41,6 @@
 #include "reduce.hpp"
 
 namespace typeshard {
-
-namespace diagnostic {
-template <std::size_t Dim, std::size_t Rank>
-struct iota_dim_out_of_range {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_values<Dim, Rank>,
-                  "typeshard: ts::iota: the counting dimension is out of range for the shape's "
-                  "rank; fix: name a dimension from 0 to rank - 1 (ts::iota<T, Spec, Dim>)");
-    return true;
-  }
-};
-}  // namespace diagnostic
 
 // iota<T, Spec, Dim>(m, global): an array of extents `global` sharded by Spec whose element
 // at index i is i[Dim] (as T).
@@ -219,38 +208,30 @@ template <class T = float, block_type L>
                                                                 std::move(out));
 }
 
+namespace detail {
+template <reduction Pick, bool KeepDims, int Dim, class A>
+auto any_arg_extremum(const A& x) {
+  if constexpr (block_type<A>)
+    return block_arg_extremum<Pick, KeepDims, Dim>(x);
+  else
+    return arg_extremum<Pick, KeepDims, Dim>(x);
+}
+}  // namespace detail
+
 // argmax<Dim>(x), argmax<Dim>(x, ts::keep_dims); argmin likewise. On a block: local.
-template <int Dim, sharded_array_type A>
-[[nodiscard]] auto argmax(const A& x) {
-  return detail::arg_extremum<reduction::max, false, Dim>(x);
-}
-template <int Dim, sharded_array_type A>
-[[nodiscard]] auto argmax(const A& x, keep_dims_t) {
-  return detail::arg_extremum<reduction::max, true, Dim>(x);
-}
-template <int Dim, sharded_array_type A>
-[[nodiscard]] auto argmin(const A& x) {
-  return detail::arg_extremum<reduction::min, false, Dim>(x);
-}
-template <int Dim, sharded_array_type A>
-[[nodiscard]] auto argmin(const A& x, keep_dims_t) {
-  return detail::arg_extremum<reduction::min, true, Dim>(x);
-}
-template <int Dim, block_type B>
-[[nodiscard]] auto argmax(const B& x) {
-  return detail::block_arg_extremum<reduction::max, false, Dim>(x);
-}
-template <int Dim, block_type B>
-[[nodiscard]] auto argmax(const B& x, keep_dims_t) {
-  return detail::block_arg_extremum<reduction::max, true, Dim>(x);
-}
-template <int Dim, block_type B>
-[[nodiscard]] auto argmin(const B& x) {
-  return detail::block_arg_extremum<reduction::min, false, Dim>(x);
-}
-template <int Dim, block_type B>
-[[nodiscard]] auto argmin(const B& x, keep_dims_t) {
-  return detail::block_arg_extremum<reduction::min, true, Dim>(x);
-}
+#define TYPESHARD_ARG_EXTREMUM(name, pick)                                     \
+  template <int Dim, class A>                                                  \
+    requires(sharded_array_type<A> || block_type<A>)                           \
+  [[nodiscard]] auto name(const A& x) {                                        \
+    return detail::any_arg_extremum<reduction::pick, false, Dim>(x);           \
+  }                                                                            \
+  template <int Dim, class A>                                                  \
+    requires(sharded_array_type<A> || block_type<A>)                           \
+  [[nodiscard]] auto name(const A& x, keep_dims_t) {                           \
+    return detail::any_arg_extremum<reduction::pick, true, Dim>(x);            \
+  }
+TYPESHARD_ARG_EXTREMUM(argmax, max)
+TYPESHARD_ARG_EXTREMUM(argmin, min)
+#undef TYPESHARD_ARG_EXTREMUM
 
 }  // namespace typeshard

@@ -198,8 +198,8 @@ P zero_adamw_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>
 // A single array is a tree of one leaf, so each of these takes an array too.
 
 // zero_over<Axis>: the ZeRO sharding of a tree's leaves: a leaf whose dimension 0 is
-// unsharded and that does not use Axis (one axis, or ts::axes(...) for several) has its update (and moments) sharded over Axis along
-// dimension 0; any other leaf is updated in its own spec (plain).
+// unsharded and that does not use Axis (one axis, or ts::axes(...) for several) has its update (and
+// moments) sharded over Axis along dimension 0; any other leaf is updated in its own spec (plain).
 template <dim_spec Axis>
 struct zero_over {
   template <class P, class Spec = typename P::spec, class = std::make_index_sequence<P::rank>>

@@ -12,8 +12,8 @@
 // The plan (plan/reshard_plan.hpp) is computed at compile time; here it runs, through the
 // one executor of plans (detail/executor.hpp): one multi-device operation in which every
 // device walks the steps on its own block, each step writing a new block straight from the
-// previous one (the collective is the only copy; a local slice is one copy of the kept part). A plan with no step returns an array sharing the input's
-// shards. The input is never modified.
+// previous one (the collective is the only copy; a local slice is one copy of the kept part). A
+// plan with no step returns an array sharing the input's shards. The input is never modified.
 //
 // Unreduced inputs are reduced on the way (rule 3): psum if the target is replicated over
 // the unreduced axis, psum_scatter if it shards a dimension over it. Sums run in rank
@@ -145,8 +145,8 @@ auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target,
       const std::size_t q = target_pos[p];  // the target position this device holds
       detail::buffer<T> block(host_tensor<T, Rank>::element_count(here.local_shape(q)));
       const std::span<const T> mine = here.local_data(p);
-      b.permute(collective_group{everyone, p, {}, "move to other devices"}, element_type_of<T>, mine.data(), mine.size(),
-                source_pos[p], block.data(), block.size(), q);
+      b.permute(collective_group{everyone, p, {}, "move to other devices"}, element_type_of<T>,
+                mine.data(), mine.size(), source_pos[p], block.data(), block.size(), q);
       out[q] = std::move(block);
     });
     return result(adopt_shards, target, a.extents(), std::move(out));

@@ -35,6 +35,7 @@
 #include "../backend/backend.hpp"
 #include "../core/config.hpp"
 #include "../core/detail/diagnose.hpp"
+#include "../core/rules/indexing.hpp"
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
 #include "../core/layout.hpp"
@@ -42,29 +43,6 @@
 #include "detail/slice_blocks.hpp"
 
 namespace typeshard {
-
-namespace diagnostic {
-template <std::size_t Dim, std::size_t Rank>
-struct slice_dim_out_of_range {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_values<Dim, Rank>,
-                  "typeshard: ts::slice_in_dim / ts::split / ts::concat: the dimension is out "
-                  "of range for the array's rank (dimensions count from 0); fix: name a "
-                  "dimension below the rank");
-    return true;
-  }
-};
-template <std::size_t Start, std::size_t Size, std::size_t Extent>
-struct slice_past_static_extent {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_values<Start, Size, Extent>,
-                  "typeshard: ts::slice_in_dim<Dim, Start, Size>: the range [Start, Start + "
-                  "Size) ends past the dimension's static extent; fix: a range inside the "
-                  "extent");
-    return true;
-  }
-};
-}  // namespace diagnostic
 
 namespace detail {
 
@@ -105,15 +83,9 @@ constexpr slice_plan<X::rank> window_plan_of(std::size_t dim, std::size_t in_ext
                                                                 std::size_t start,
                                                                 std::size_t size,
                                                                 std::size_t extent) {
-  throw shape_error(std::string("typeshard: ts::slice_in_dim: the range [")
-                        .append(std::to_string(start))
-                        .append(", ")
-                        .append(std::to_string(start + size))
-                        .append(") of dimension ")
-                        .append(std::to_string(dim))
-                        .append(" ends past its extent ")
-                        .append(std::to_string(extent))
-                        .append("; fix: start + size <= the extent"));
+  throw shape_error(message({"typeshard: ts::slice_in_dim: the range [", start, ", ",
+                             start + size, ") of dimension ", dim, " ends past its extent ",
+                             extent, "; fix: start + size <= the extent"}));
 }
 
 // The window of x along dim as an array of type R: result index j reads operand j + shift
@@ -167,36 +139,29 @@ B slice_block(const B& b, std::size_t start, std::size_t size) {
 
 }  // namespace detail
 
-// slice_in_dim<Dim>(b, start, size) on a block inside ts::shard_map: the block's own elements
-// [start, start + size) along Dim (local: a block is one device's data).
-template <std::size_t Dim, block_type B>
-[[nodiscard]] auto slice_in_dim(const B& b, std::size_t start, std::size_t size) {
-  if constexpr (Dim >= B::rank) {
-    static_assert(
-        detail::require<false, diagnostic::slice_dim_out_of_range<Dim, B::rank>>::value);
-    return b;
-  } else {
-    return detail::slice_block<Dim>(b, start, size);
-  }
-}
-
-template <std::size_t Dim, std::size_t Start, std::size_t Size, block_type B>
-[[nodiscard]] auto slice_in_dim(const B& b) {
-  return typeshard::slice_in_dim<Dim>(b, Start, Size);  // a block's extents are run-time values
-}
-
 // slice_in_dim<Dim>(x, start, size): x's elements [start, start + size) along Dim, the spec
-// and unreduced axes kept; the extent of Dim dynamic in the result's type.
-template <std::size_t Dim, sharded_array_type X>
+// and unreduced axes kept; the extent of Dim dynamic in the result's type. On a block inside
+// ts::shard_map: the block's own elements (local: a block is one device's data).
+template <std::size_t Dim, class X>
+  requires(sharded_array_type<X> || block_type<X>)
 [[nodiscard]] auto slice_in_dim(const X& x, std::size_t start, std::size_t size) {
   if constexpr (Dim >= X::rank) {
     static_assert(
         detail::require<false, diagnostic::slice_dim_out_of_range<Dim, X::rank>>::value);
     return x;
+  } else if constexpr (block_type<X>) {
+    return detail::slice_block<Dim>(x, start, size);
   } else {
     using R = detail::with_extents_t<X, detail::with_extent_t<typename X::extents_type, Dim, dyn>>;
     return detail::slice_as<R, Dim>(x, start, size);
   }
+}
+
+// slice_in_dim<Dim, Start, Size>(b) on a block: the range checked at run time (a block's
+// extents are run-time values).
+template <std::size_t Dim, std::size_t Start, std::size_t Size, block_type B>
+[[nodiscard]] auto slice_in_dim(const B& b) {
+  return typeshard::slice_in_dim<Dim>(b, Start, Size);
 }
 
 // slice_in_dim<Dim, Start, Size>(x): the same with a static range; the result's extent of Dim

@@ -21,37 +21,21 @@
 #include <utility>
 
 #include "../core/detail/diagnose.hpp"
+#include "../core/rules/indexing.hpp"
 #include "../core/errors.hpp"
 #include "slice.hpp"
 
 namespace typeshard {
-
-namespace diagnostic {
-template <std::size_t Extent, std::size_t Parts>
-struct split_parts_do_not_divide {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_values<Extent, Parts>,
-                  "typeshard: ts::split<Dim, N>: the dimension's static extent is not a "
-                  "multiple of N, so the parts cannot be equal; fix: a part count that "
-                  "divides the extent, or ts::slice_in_dim for unequal parts");
-    return true;
-  }
-};
-}  // namespace diagnostic
 
 namespace detail {
 
 [[noreturn]] TYPESHARD_COLD inline void throw_split_does_not_divide(std::size_t dim,
                                                                    std::size_t extent,
                                                                    std::size_t parts) {
-  throw shape_error(std::string("typeshard: ts::split: dimension ")
-                        .append(std::to_string(dim))
-                        .append(" of extent ")
-                        .append(std::to_string(extent))
-                        .append(" does not split into ")
-                        .append(std::to_string(parts))
-                        .append(" equal parts; fix: a part count that divides the extent, or "
-                                "ts::slice_in_dim for unequal parts"));
+  throw shape_error(message({"typeshard: ts::split: dimension ", dim, " of extent ", extent,
+                             " does not split into ", parts,
+                             " equal parts; fix: a part count that divides the extent, or "
+                             "ts::slice_in_dim for unequal parts"}));
 }
 
 template <std::size_t Dim, std::size_t N, class X>

@@ -35,6 +35,7 @@
 #include "../backend/backend.hpp"
 #include "../core/config.hpp"
 #include "../core/detail/diagnose.hpp"
+#include "../core/rules/indexing.hpp"
 #include "../core/detail/unreduced_from.hpp"
 #include "../core/errors.hpp"
 #include "../core/layout.hpp"
@@ -44,38 +45,12 @@
 
 namespace typeshard {
 
-namespace diagnostic {
-template <class TableSpec, class IdsSpec>
-struct take_axes_shared {
-  static constexpr bool fire() {
-    static_assert(detail::always_false<TableSpec, IdsSpec>,
-                  "typeshard: ts::take: the ids are sharded over a mesh axis the table is "
-                  "sharded over too (each device would need rows or ids another device "
-                  "holds); fix: reshard one of them first, the table with "
-                  "ts::reshard<ts::spec<ts::none, ...>>(table) or the ids off that axis");
-    return true;
-  }
-};
-template <std::size_t TableRank>
-struct take_table_not_rank_2 {
-  static constexpr bool fire() {
-    static_assert(detail::always_false_values<TableRank>,
-                  "typeshard: ts::take: the table must have rank 2 ([V, D], rows looked up "
-                  "by id); fix: ts::merge_dims or ts::split_dim it to rank 2 first");
-    return true;
-  }
-};
-}  // namespace diagnostic
-
 namespace detail {
 
 [[noreturn]] TYPESHARD_COLD inline void throw_take_id_out_of_range(long long id,
                                                                   std::size_t vocab) {
-  throw shape_error(std::string("typeshard: ts::take: id ")
-                        .append(std::to_string(id))
-                        .append(" is outside the table's ")
-                        .append(std::to_string(vocab))
-                        .append(" rows; fix: ids from 0 to rows - 1"));
+  throw shape_error(message({"typeshard: ts::take: id ", id, " is outside the table's ", vocab,
+                             " rows; fix: ids from 0 to rows - 1"}));
 }
 
 // The axes (mesh order) a spec uses, as a dim_spec (an unreduced list).
@@ -99,6 +74,16 @@ constexpr bool specs_share_an_axis() {
 template <class S, dim_spec D, std::size_t... I>
 spec<S::dim(I)..., D> spec_ids_then(std::index_sequence<I...>);
 
+// A device's block of the table: rows [v0, v1) of the vocabulary, dl columns.
+struct table_rows {
+  std::size_t v0, v1, dl;
+};
+inline table_rows table_rows_of(const mesh_value& mv, const spec_array<2>& table_spec,
+                                const shape<2>& table_global, std::size_t p) {
+  const index_slices<2> tix = index_of(mv, table_spec, table_global, p);
+  return {tix[0].start, tix[0].stop, tix[1].size()};
+}
+
 // Each device's block of take: its ids looked up in its block of the table (rows v0..v1 of
 // the vocabulary, dl columns), zeros for ids outside its rows.
 template <class T, class L>
@@ -108,8 +93,7 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> take_blocks_on(
     const std::vector<buffer<T>>& table, const std::vector<buffer<L>>& ids) {
   std::vector<buffer<T>> out(mv.size);
   b.run(devices, [&](std::size_t p) {
-    const index_slices<2> tix = index_of(mv, table_spec, table_global, p);
-    const std::size_t v0 = tix[0].start, v1 = tix[0].stop, dl = tix[1].size();
+    const auto [v0, v1, dl] = table_rows_of(mv, table_spec, table_global, p);
     const std::span<const L> id = ids[p].span();
     buffer<T> r(id.size() * dl);
     std::fill_n(r.data(), r.size(), T{});
@@ -134,8 +118,7 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> take_scatter_on(
     const std::vector<buffer<T>>& g, const std::vector<buffer<L>>& ids) {
   std::vector<buffer<T>> out(mv.size);
   b.run(devices, [&](std::size_t p) {
-    const index_slices<2> tix = index_of(mv, table_spec, table_global, p);
-    const std::size_t v0 = tix[0].start, v1 = tix[0].stop, dl = tix[1].size();
+    const auto [v0, v1, dl] = table_rows_of(mv, table_spec, table_global, p);
     const std::span<const L> id = ids[p].span();
     buffer<T> r((v1 - v0) * dl);
     std::fill_n(r.data(), r.size(), T{});

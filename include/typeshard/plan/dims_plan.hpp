@@ -86,6 +86,12 @@ template <auto Array, std::size_t... I>
 spec<Array[I]...> dims_spec_from(std::index_sequence<I...>);
 template <auto Array, std::size_t... I>
 extents<Array[I]...> dims_extents_from(std::index_sequence<I...>);
+// The spec and extents types of a constexpr array of spec entries or of static extents.
+template <auto Array>
+using dims_spec_of = decltype(dims_spec_from<Array>(std::make_index_sequence<Array.size()>{}));
+template <auto Array>
+using dims_extents_of =
+    decltype(dims_extents_from<Array>(std::make_index_sequence<Array.size()>{}));
 
 template <std::size_t Rank>
 std::string shape_or_dyn_string(const std::array<std::size_t, Rank>& e) {
@@ -98,9 +104,10 @@ std::string shape_or_dyn_string(const std::array<std::size_t, Rank>& e) {
   return out + ")";
 }
 
-// The plans' common members: no collective, no bytes moved.
-template <std::size_t Rank>
+// The plans' common members: no collective, no bytes moved, the input's unreduced axes.
+template <std::size_t Rank, class Unreduced>
 struct local_dims_plan {
+  using out_unreduced = Unreduced;
   static constexpr std::array<step<Rank>, 0> steps{};
   static constexpr std::size_t collectives = 0;
   static constexpr bool communicates = false;
@@ -113,7 +120,7 @@ struct local_dims_plan {
 // dimension Perm[i], with its spec entry and extent.
 template <mesh_type Mesh, spec_type Spec, extents_type Extents, unreduced_type Unreduced,
           std::size_t... Perm>
-struct permute_plan : detail::local_dims_plan<Extents::rank> {
+struct permute_plan : detail::local_dims_plan<Extents::rank, Unreduced> {
   static constexpr std::size_t rank = Extents::rank;
   static constexpr std::size_t out_rank = rank;
   static constexpr std::array<std::size_t, sizeof...(Perm)> perm{Perm...};
@@ -142,10 +149,8 @@ struct permute_plan : detail::local_dims_plan<Extents::rank> {
   }();
 
  public:
-  using out_spec = decltype(detail::dims_spec_from<out_entries>(std::make_index_sequence<rank>{}));
-  using out_extents =
-      decltype(detail::dims_extents_from<out_static>(std::make_index_sequence<rank>{}));
-  using out_unreduced = Unreduced;
+  using out_spec = detail::dims_spec_of<out_entries>;
+  using out_extents = detail::dims_extents_of<out_static>;
 
   static constexpr bool is_identity = [] {
     for (std::size_t i = 0; i < rank; ++i)
@@ -176,7 +181,7 @@ struct permute_plan : detail::local_dims_plan<Extents::rank> {
 // n / Parts is unsharded.
 template <mesh_type Mesh, spec_type Spec, extents_type Extents, unreduced_type Unreduced,
           std::size_t Dim, std::size_t Parts>
-struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1> {
+struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1, Unreduced> {
   static constexpr std::size_t rank = Extents::rank;
   static constexpr std::size_t out_rank = rank + 1;
   static constexpr std::size_t dim = Dim;
@@ -227,11 +232,8 @@ struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1> {
   }();
 
  public:
-  using out_spec =
-      decltype(detail::dims_spec_from<out_entries>(std::make_index_sequence<out_rank>{}));
-  using out_extents =
-      decltype(detail::dims_extents_from<out_static>(std::make_index_sequence<out_rank>{}));
-  using out_unreduced = Unreduced;
+  using out_spec = detail::dims_spec_of<out_entries>;
+  using out_extents = detail::dims_extents_of<out_static>;
   static constexpr bool copies_data = false;
 
   static constexpr shape<out_rank> out_shape(const shape<rank>& in) {
@@ -252,7 +254,8 @@ struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1> {
   static std::string describe() {
     return "local split of dimension " + std::to_string(D) + ": " +
            (extent_static ? std::to_string(extent) : std::string("dyn")) + " -> " +
-           detail::shape_or_dyn_string(std::array<std::size_t, 2>{out_static[D], out_static[D + 1]}) +
+           detail::shape_or_dyn_string(
+               std::array<std::size_t, 2>{out_static[D], out_static[D + 1]}) +
            ", no communication, no copy => " + detail::spec_string(out_entries);
   }
 };
@@ -262,7 +265,8 @@ struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1> {
 // Dim + 1 must be unsharded.
 template <mesh_type Mesh, spec_type Spec, extents_type Extents, unreduced_type Unreduced,
           std::size_t Dim>
-struct merge_dims_plan : detail::local_dims_plan<(Extents::rank > 1 ? Extents::rank - 1 : 1)> {
+struct merge_dims_plan
+    : detail::local_dims_plan<(Extents::rank > 1 ? Extents::rank - 1 : 1), Unreduced> {
   static constexpr std::size_t rank = Extents::rank;
   static constexpr std::size_t out_rank = rank > 1 ? rank - 1 : 1;
   static constexpr std::size_t dim = Dim;
@@ -312,11 +316,8 @@ struct merge_dims_plan : detail::local_dims_plan<(Extents::rank > 1 ? Extents::r
   }();
 
  public:
-  using out_spec =
-      decltype(detail::dims_spec_from<out_entries>(std::make_index_sequence<out_rank>{}));
-  using out_extents =
-      decltype(detail::dims_extents_from<out_static>(std::make_index_sequence<out_rank>{}));
-  using out_unreduced = Unreduced;
+  using out_spec = detail::dims_spec_of<out_entries>;
+  using out_extents = detail::dims_extents_of<out_static>;
   static constexpr bool copies_data = false;
 
   static constexpr shape<out_rank> out_shape(const shape<rank>& in) {

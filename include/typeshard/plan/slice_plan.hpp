@@ -124,6 +124,19 @@ constexpr bool window_is_local(const mesh_value& m, const spec_array<Rank>& s, s
   return true;
 }
 
+// One step of a window's plan along `dim` over `axes`, leaving spec `after`.
+template <std::size_t Rank>
+constexpr step<Rank> window_step(step_kind kind, std::size_t dim, const dim_spec& axes,
+                                 const spec_array<Rank>& after, const dim_spec& unreduced) {
+  step<Rank> s{};
+  s.kind = kind;
+  s.dim = dim;
+  s.axes = axes;
+  s.spec_after = after;
+  s.unreduced_after = unreduced;
+  return s;
+}
+
 // The steps around a local window copy: the gather of `dim` when `gather`, the copy, the
 // slice back to `s`.
 template <std::size_t Rank>
@@ -131,33 +144,12 @@ constexpr void push_window_steps(slice_plan<Rank>& p, const spec_array<Rank>& s,
                                  const dim_spec& unreduced, bool gather) {
   spec_array<Rank> whole = s;
   whole[p.dim] = dim_spec{};
-  step<Rank> copy{};
-  copy.kind = step_kind::slice;
-  copy.dim = p.dim;
-  copy.unreduced_after = unreduced;
-  if (gather) {
-    step<Rank> g{};
-    g.kind = step_kind::all_gather;
-    g.dim = p.dim;
-    g.axes = s[p.dim];
-    g.spec_after = whole;
-    g.unreduced_after = unreduced;
-    p.steps[p.count++] = g;
-    copy.spec_after = whole;
-    p.window_at = p.count;
-    p.steps[p.count++] = copy;
-    step<Rank> back{};
-    back.kind = step_kind::slice;
-    back.dim = p.dim;
-    back.axes = s[p.dim];
-    back.spec_after = s;
-    back.unreduced_after = unreduced;
-    p.steps[p.count++] = back;
-  } else {
-    copy.spec_after = s;
-    p.window_at = p.count;
-    p.steps[p.count++] = copy;
-  }
+  if (gather)
+    p.steps[p.count++] = window_step(step_kind::all_gather, p.dim, s[p.dim], whole, unreduced);
+  p.window_at = p.count;
+  p.steps[p.count++] =
+      window_step(step_kind::slice, p.dim, dim_spec{}, gather ? whole : s, unreduced);
+  if (gather) p.steps[p.count++] = window_step(step_kind::slice, p.dim, s[p.dim], s, unreduced);
 }
 
 // The plan of a window: result index j along `dim` (extent out_extent) is operand index

@@ -145,7 +145,8 @@ void visualize_sharding(std::ostream& os, const device_mesh<Mesh>& m, const shap
 template <sharded_array_type Array>
 void visualize(std::ostream& os, const Array& a, const visualize_options& options = {}) {
   using A = std::remove_cvref_t<Array>;
-  static_assert(detail::require<(A::rank <= 2), diagnostic::visualize_needs_rank_1_or_2<A::rank>>::value);
+  static_assert(
+      detail::require<(A::rank <= 2), diagnostic::visualize_needs_rank_1_or_2<A::rank>>::value);
   // SPMD (MPI): every process runs this line; the picture is drawn once, by process 0.
   if (a.device_mesh().get_backend().process_index() != 0) return;
   if constexpr (A::rank <= 2)

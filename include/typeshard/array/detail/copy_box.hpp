@@ -22,6 +22,18 @@ constexpr std::array<std::size_t, Rank> strides_of(const std::array<std::size_t,
   return st;
 }
 
+// next_row(i, box): advances the index i to the next row of `box` (row-major over every
+// dimension but the last, which the caller's inner loop covers); false after the last row.
+template <std::size_t Rank>
+constexpr bool next_row(std::array<std::size_t, Rank>& i,
+                        const std::array<std::size_t, Rank>& box) {
+  for (std::size_t d = Rank; d-- > 1;) {
+    if (++i[d - 1] < box[d - 1]) return true;
+    i[d - 1] = 0;
+  }
+  return false;
+}
+
 // Copies the box of extents `box` starting at `src_origin` in src (of shape src_shape) to
 // `dst_origin` in dst (of shape dst_shape): one memcpy per innermost row.
 template <class T, std::size_t Rank>
@@ -48,13 +60,7 @@ void copy_box(const T* src, const std::array<std::size_t, Rank>& src_shape,
       dof += i[d] * ds[d];
     }
     std::memcpy(dst + dof, src + so, row_bytes);
-    std::size_t d = Rank - 1;
-    for (;;) {
-      if (d == 0) return;
-      --d;
-      if (++i[d] < box[d]) break;
-      i[d] = 0;
-    }
+    if (!next_row(i, box)) return;
   }
 }
 

@@ -132,13 +132,7 @@ void strided_copy(const T* src, const shape<R>& src_shape, const shape<R>& origi
       for (std::size_t k = 0; k < inner; ++k) t[k * ds] += s[k];
     else
       for (std::size_t k = 0; k < inner; ++k) t[k * ds] = s[k];
-    std::size_t d = R - 1;
-    while (d-- > 0) {
-      if (++i[d] < box[d]) break;
-      i[d] = 0;
-      if (d == 0) return;
-    }
-    if (R == 1) return;
+    if (!next_row(i, box)) return;
   }
 }
 
@@ -157,13 +151,7 @@ void strided_read(const T* src, const std::array<std::size_t, R>& src_stride, co
     const T* s = src + so;
     for (std::size_t k = 0; k < inner; ++k) dst[k] = s[k * ss];
     dst += inner;
-    std::size_t d = R - 1;
-    while (d-- > 0) {
-      if (++i[d] < box[d]) break;
-      i[d] = 0;
-      if (d == 0) return;
-    }
-    if (R == 1) return;
+    if (!next_row(i, box)) return;
   }
 }
 

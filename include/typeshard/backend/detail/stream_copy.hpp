@@ -30,7 +30,8 @@ inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
 #if defined(__SSE2__)
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
-  if (reinterpret_cast<std::uintptr_t>(d) % 16 == 0 && reinterpret_cast<std::uintptr_t>(s) % 16 == 0) {
+  if (reinterpret_cast<std::uintptr_t>(d) % 16 == 0 &&
+      reinterpret_cast<std::uintptr_t>(s) % 16 == 0) {
     std::size_t i = 0;
     for (; i + 16 <= bytes; i += 16)
       _mm_stream_si128(reinterpret_cast<__m128i*>(d + i),

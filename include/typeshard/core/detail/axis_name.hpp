@@ -20,8 +20,8 @@ struct axis_name {
   constexpr axis_name() = default;
 
   template <std::size_t N>
-  consteval axis_name(const char (&literal)[N])
-      : length(N - 1 <= max_axis_name_length ? N - 1 : max_axis_name_length) {  // NOLINT: implicit on purpose
+  consteval axis_name(const char (&literal)[N])  // NOLINT: implicit on purpose
+      : length(N - 1 <= max_axis_name_length ? N - 1 : max_axis_name_length) {
     static_assert(N - 1 <= max_axis_name_length,
                   "typeshard: axis name too long: a mesh axis name has at most 31 characters; "
                   "fix: use a shorter name");

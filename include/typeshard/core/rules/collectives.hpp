@@ -2,7 +2,7 @@
 // (shard_map): a collective inside shard_map names axes of the block's mesh, each once, at
 // most 4.
 //
-// Checked in: ops/collectives.hpp (detail::check_collective_axes).
+// Checked in: ops/detail/block_collective.hpp (detail::check_collective_axes).
 // Compile-fail tests: tests/compile_fail/collective_*.cpp. Table: docs/rules.md.
 // Each message is a class template in ts::diagnostic whose fire() holds the static_assert;
 // a check instantiates it through detail::require (core/detail/diagnose.hpp).

@@ -3,10 +3,10 @@
 // stretches) and a dimension is sharded alike in both or in one only (arrays); blocks have
 // one mesh and rank.
 //
-// Checked in: ops/elementwise.hpp (check_elementwise_operands), array/block_elementwise.hpp (zip_blocks).
-// Compile-fail tests: tests/compile_fail/rule5_*.cpp. Table: docs/rules.md.
-// Each message is a class template in ts::diagnostic whose fire() holds the static_assert;
-// a check instantiates it through detail::require (core/detail/diagnose.hpp).
+// Checked in: ops/detail/elementwise_shards.hpp (check_elementwise_operands),
+// array/block_elementwise.hpp (zip_blocks). Compile-fail tests: tests/compile_fail/rule5_*.cpp.
+// Table: docs/rules.md. Each message is a class template in ts::diagnostic whose fire() holds
+// the static_assert; a check instantiates it through detail::require (core/detail/diagnose.hpp).
 #pragma once
 
 #include <cstddef>

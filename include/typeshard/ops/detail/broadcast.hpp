@@ -154,8 +154,9 @@ constexpr bool check_broadcast() {
 // The result's global extents for the operands' run-time extents; throws shape_error when
 // they do not broadcast, or when a stretching dimension is sharded.
 template <std::size_t Rank, std::size_t RA, std::size_t RB>
-TYPESHARD_NOINLINE shape<Rank> broadcast_shape(const shape<RA>& a, const spec_array<RA>& as, const shape<RB>& b,
-                            const spec_array<RB>& bs, const char* op) {
+TYPESHARD_NOINLINE shape<Rank> broadcast_shape(const shape<RA>& a, const spec_array<RA>& as,
+                                               const shape<RB>& b, const spec_array<RB>& bs,
+                                               const char* op) {
   shape<Rank> out{};
   for (std::size_t i = 0; i < Rank; ++i) {
     const bool has_a = i >= Rank - RA, has_b = i >= Rank - RB;

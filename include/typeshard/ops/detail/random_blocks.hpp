@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "../../array/detail/copy_box.hpp"
 #include "../../array/detail/transfer.hpp"
 #include "../../core/layout.hpp"
 #include "../../detail/buffer.hpp"
@@ -132,13 +133,7 @@ void fill_box(const element_rule<T>& rule, const shape<Rank>& global, const shap
     for (std::size_t d = 0; d < Rank; ++d) first = first * global[d] + origin[d] + at[d];
     rule.fill_run(first, run, out);
     out += run;
-    std::size_t d = Rank - 1;
-    for (;;) {
-      if (d == 0) return;
-      --d;
-      if (++at[d] < local[d]) break;
-      at[d] = 0;
-    }
+    if (!typeshard::detail::next_row(at, local)) return;
   }
 }
 

@@ -78,7 +78,8 @@ template <class Mesh, class Spec, class A>
 constexpr bool check_argument() {
   using arr = std::remove_cvref_t<A>;
   if constexpr (!std::is_same_v<typename arr::mesh_type, Mesh>) {
-    return require<false, diagnostic::shard_map_mesh_differs<Mesh, typename arr::mesh_type>>::value &&
+    return require<false,
+                   diagnostic::shard_map_mesh_differs<Mesh, typename arr::mesh_type>>::value &&
            false;
   } else if constexpr (!check_spec<Mesh, Spec, arr::rank>()) {
     return false;
@@ -97,7 +98,8 @@ constexpr bool check_argument() {
 template <class Mesh, class InSpecs, class... A, std::size_t... I>
 constexpr bool check_arguments(std::index_sequence<I...>) {
   if constexpr (InSpecs::size != sizeof...(A)) {
-    return require<false, diagnostic::shard_map_argument_count<InSpecs::size, sizeof...(A)>>::value &&
+    return require<false,
+                   diagnostic::shard_map_argument_count<InSpecs::size, sizeof...(A)>>::value &&
            false;
   } else {
     bool ok = true;

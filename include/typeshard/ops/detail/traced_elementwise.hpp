@@ -135,8 +135,9 @@ auto exp(const X& x) {
 }
 template <traced_type X>
 auto log(const X& x) {
-  return detail::record(typeshard::log(x.value()), x, [xv = x.value()](const auto& g) { return g / xv; },
-                        &detail::describe_elementwise);
+  return detail::record(
+      typeshard::log(x.value()), x, [xv = x.value()](const auto& g) { return g / xv; },
+      &detail::describe_elementwise);
 }
 template <traced_type X>
 auto tanh(const X& x) {

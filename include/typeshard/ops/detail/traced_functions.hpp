@@ -171,22 +171,18 @@ TYPESHARD_TRACED_COMPARISON_OPERATOR(>=, greater_equal)
 
 // ---- argmax, argmin: the index of the forward value (no gradient) --------------------------
 
-template <int Dim, traced_type X>
-[[nodiscard]] auto argmax(const X& x) {
-  return typeshard::argmax<Dim>(x.value());
-}
-template <int Dim, traced_type X>
-[[nodiscard]] auto argmax(const X& x, keep_dims_t) {
-  return typeshard::argmax<Dim>(x.value(), keep_dims);
-}
-template <int Dim, traced_type X>
-[[nodiscard]] auto argmin(const X& x) {
-  return typeshard::argmin<Dim>(x.value());
-}
-template <int Dim, traced_type X>
-[[nodiscard]] auto argmin(const X& x, keep_dims_t) {
-  return typeshard::argmin<Dim>(x.value(), keep_dims);
-}
+#define TYPESHARD_TRACED_ARG_EXTREMUM(name)                                  \
+  template <int Dim, traced_type X>                                          \
+  [[nodiscard]] auto name(const X& x) {                                      \
+    return typeshard::name<Dim>(x.value());                                  \
+  }                                                                          \
+  template <int Dim, traced_type X>                                          \
+  [[nodiscard]] auto name(const X& x, keep_dims_t) {                         \
+    return typeshard::name<Dim>(x.value(), keep_dims);                       \
+  }
+TYPESHARD_TRACED_ARG_EXTREMUM(argmax)
+TYPESHARD_TRACED_ARG_EXTREMUM(argmin)
+#undef TYPESHARD_TRACED_ARG_EXTREMUM
 
 // ---- take: the cotangent's rows added into the table's rows of the ids -------------------
 

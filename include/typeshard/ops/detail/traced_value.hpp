@@ -259,8 +259,10 @@ auto record(R value, const A& a, const B& b, RawA raw_a, RawB raw_b, Describe de
   using Cot = cotangent_t<R>;
   using list = typename contributions_merge<
       typename contributions_of<A>::type, typename contributions_of<B>::type,
-      typename new_contribution<A, std::remove_cvref_t<decltype(raw_a(std::declval<const Cot&>()))>>::type,
-      typename new_contribution<B, std::remove_cvref_t<decltype(raw_b(std::declval<const Cot&>()))>>::type>::type;
+      typename new_contribution<
+          A, std::remove_cvref_t<decltype(raw_a(std::declval<const Cot&>()))>>::type,
+      typename new_contribution<
+          B, std::remove_cvref_t<decltype(raw_b(std::declval<const Cot&>()))>>::type>::type;
   constexpr bool plans = plans_of<A, B>();
   const std::shared_ptr<grad_tape>& tape = tape_of(a, b);
   auto node = std::make_unique<value_node<Cot>>();

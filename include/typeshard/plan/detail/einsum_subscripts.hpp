@@ -36,8 +36,9 @@ struct einsum_subscripts {
   constexpr einsum_subscripts() = default;
   template <std::size_t N>
   consteval einsum_subscripts(const char (&text)[N])  // NOLINT: implicit on purpose
-      : length(N - 1 <= detail::max_einsum_subscripts_length ? N - 1
-                                                              : detail::max_einsum_subscripts_length),
+      : length(N - 1 <= detail::max_einsum_subscripts_length
+                   ? N - 1
+                   : detail::max_einsum_subscripts_length),
         too_long(N - 1 > detail::max_einsum_subscripts_length) {
     static_assert(N - 1 <= detail::max_einsum_subscripts_length,
                   "typeshard: rule 2 (einsum): subscripts too long: at most 63 characters; fix: "

@@ -168,9 +168,10 @@ constexpr step_list<Rank> plan_reshard_steps(const spec_array<Rank>& from,
 // it once per rank (extern template below) instead of every TU that runs an einsum or a
 // matmul generating its own copy.
 template <std::size_t Rank>
-TYPESHARD_COLD step_list<Rank> plan_reshard_at_run_time(const spec_array<Rank>& from, const dim_spec& unreduced,
-                                         const spec_array<Rank>& to, const dim_spec& keep,
-                                         bool even) {
+TYPESHARD_COLD step_list<Rank> plan_reshard_at_run_time(const spec_array<Rank>& from,
+                                                        const dim_spec& unreduced,
+                                                        const spec_array<Rank>& to,
+                                                        const dim_spec& keep, bool even) {
   return plan_reshard_steps(from, unreduced, to, keep, even);
 }
 

@@ -118,7 +118,9 @@ TYPESHARD_RUNTIME_DEF void draw_boxes(std::ostream& os, box_grid g, std::string_
   // JAX: base_height = int(10 * scale), base_width = int(base_height * columns / rows);
   // a box is int(width_share * base_width * 2.5) wide (characters are 2.5 times as tall as
   // wide), clamped to [min_width, max_width], and int(height_share * base_height) tall.
-  auto extent_or_one = [](std::size_t e) { return static_cast<double>(std::max<std::size_t>(e, 1)); };
+  auto extent_or_one = [](std::size_t e) {
+    return static_cast<double>(std::max<std::size_t>(e, 1));
+  };
   const double base_height = std::trunc(10 * o.scale);
   const double aspect =
       (g.two_dimensional ? extent_or_one(g.last_extent) : 1.0) / extent_or_one(g.first_extent);
@@ -156,7 +158,8 @@ TYPESHARD_RUNTIME_DEF void draw_boxes(std::ostream& os, box_grid g, std::string_
     long long width = max_width;
     if (w < static_cast<double>(max_width))
       width = std::min(std::max(static_cast<long long>(std::trunc(w)), min_width), max_width);
-    const long long height = b.height < 0 ? 1 : static_cast<long long>(std::trunc(b.height * base_height));
+    const long long height =
+        b.height < 0 ? 1 : static_cast<long long>(std::trunc(b.height * base_height));
 
     const auto [left, left_rem] = py_divmod(width - cell_len(cell.label) - 2, 2);
     const auto [top, top_rem] = py_divmod(height - 2, 2);
