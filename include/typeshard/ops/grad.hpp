@@ -4,7 +4,7 @@
 //   auto loss = [](auto w1, auto w2, auto x, auto y) {
 //     auto h = ts::relu(ts::matmul(x, w1));                 // x: spec<"data", none>
 //     auto e = ts::matmul(h, w2) - y;
-//     return ts::mean(e * e);
+//     return ts::mean<>(e * e);                          // rank 0: a scalar loss
 //   };
 //   auto [l, g] = ts::value_and_grad<0, 1>(loss)(W1, W2, X, Y);   // g: std::tuple of 2
 //   auto& dW1 = std::get<0>(g);     // W1's spec, unreduced<"data">: the batch is over "data"
@@ -14,8 +14,8 @@
 //
 // Argnums (default 0) name the differentiated arguments: each must be a fully reduced
 // floating-point sharded_array; it reaches f as a ts::traced value (ops/traced.hpp), the
-// other arguments as they are. f must return a one-element array (rank 1, extent 1, what
-// ts::sum(x) and ts::mean(x) give) computed from them. With one argnum the gradient is
+// other arguments as they are. f must return a rank-0 array (a scalar, what ts::sum<>(x)
+// and ts::mean<>(x) give, as JAX's grad needs a scalar output) computed from them. With one argnum the gradient is
 // returned alone, with several a std::tuple in argnum order (JAX: argnums=0 vs (0, 1)).
 //
 // Parameter trees (ops/tree.hpp): an argnum may name a tree of arrays (a Hana struct template,
@@ -35,7 +35,6 @@
 //
 // Run time: f runs once (the forward values computed by the ordinary ops, each op recording
 // its backward), then the backward runs the recorded ops' transposes in reverse order.
-// A loss whose dynamic extent is not 1 throws shape_error.
 #pragma once
 
 #include <array>
@@ -135,16 +134,7 @@ gradient_t<P, List, I> gradient_of(const P& param, const grad_tape& tape,
 [[noreturn]] TYPESHARD_COLD inline void throw_loss_returns_nothing() {
   throw usage_error(
       "typeshard: ts::value_and_grad: the differentiated function returns nothing (void); "
-      "fix: return the loss, reduced to one element with ts::sum or ts::mean");
-}
-
-// A loss of more than one element, out of line: a function of values, one copy per TU.
-[[noreturn]] TYPESHARD_COLD inline void throw_loss_not_one_element(std::size_t extent) {
-  // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
-  throw shape_error(std::string("typeshard: ts::value_and_grad: the loss has extent ")
-                        .append(std::to_string(extent))
-                        .append("; the differentiated function must return one element; "
-                                "fix: reduce it with ts::sum or ts::mean"));
+      "fix: return the loss, reduced to rank 0 with ts::sum<> or ts::mean<>");
 }
 
 template <std::size_t... Argnums>
@@ -365,7 +355,7 @@ class grad_function {
   // What a call returns when f cannot be differentiated (a diagnostic, or f's own error,
   // has fired): a value of the type the caller expects (never run), so that the code around
   // the call (auto [loss, grads] = ..., an update with the gradients) compiles on and the
-  // user sees one error. The loss: one element of the first parameter's type and mesh.
+  // user sees one error. The loss: rank 0, of the first parameter's type and mesh.
   template <class... Args>
   static auto placeholder(const Args&... args) {
     const std::tuple<const Args&...> all(args...);
@@ -375,9 +365,8 @@ class grad_function {
       return std::vector<std::string>{};
     } else {
       using P = std::remove_cvref_t<decltype(std::get<0>(grads))>;
-      using L = sharded_array<typename P::value_type, typename P::mesh_type, spec<>,
-                              extents<1>>;
-      L loss = filled<L>(std::get<0>(grads).device_mesh(), shape<1>{1}, 0);
+      using L = sharded_array<typename P::value_type, typename P::mesh_type, spec<>, extents<>>;
+      L loss = filled<L>(std::get<0>(grads).device_mesh(), shape<0>{}, 0);
       if constexpr (Mode == grad_mode::grad && sizeof...(Argnums) == 1)
         return std::get<0>(std::move(grads));
       else if constexpr (Mode == grad_mode::grad)
@@ -443,12 +432,10 @@ class grad_function {
     if constexpr (!traced_type<Out>) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
       return placeholder(args...);
-    } else if constexpr (Out::rank != 1 || (Out::extents_type::is_static(0) &&
-                                            Out::extents_type::static_extents[0] != 1)) {
+    } else if constexpr (Out::rank != 0) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
       return placeholder(args...);
     } else {
-      if (out.extent(0) != 1) throw_loss_not_one_element(out.extent(0));
       if constexpr (Mode == grad_mode::plans) {
         std::vector<std::string> lines;
         for (std::size_t n = tape->nodes.size(); n-- > 0;)

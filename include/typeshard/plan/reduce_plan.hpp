@@ -26,7 +26,8 @@
 // The plan works at the input's rank, the reduced dimensions kept with extent 1 and spec
 // none; the result drops them unless ts::keep_dims is passed (no copy: a kept dimension of
 // extent 1 does not change the layout). A reduction over every dimension without keep_dims
-// gives a rank-1 array of extent 1 (arrays have rank >= 1).
+// gives a rank-0 array (out_spec ts::spec<>, out_extents ts::extents<>), as in JAX; with
+// keep_dims, the input's rank with every extent 1.
 //
 //   reduce_plan<Op, Mesh, Spec, Extents, T = float, Unreduced = unreduced<>,
 //               OutSpec = ts::auto_out, KeepDims = false, Dims...>   // Dims: none = all
@@ -133,8 +134,7 @@ constexpr std::array<bool, Rank> reduced_mask() {
 }
 
 // The input dimensions the result keeps, in order (its dimension j is input dimension
-// kept[j]); without keep_dims and with every dimension reduced, dimension 0 stands for the
-// rank-1 extent-1 result.
+// kept[j]); none (a rank-0 result) without keep_dims and with every dimension reduced.
 template <std::size_t Rank>
 struct kept_dims {
   std::array<std::size_t, Rank> dims{};
@@ -145,7 +145,6 @@ constexpr kept_dims<Rank> kept_dims_of(const std::array<bool, Rank>& mask, bool 
   kept_dims<Rank> k;
   for (std::size_t d = 0; d < Rank; ++d)
     if (keep_all || !mask[d]) k.dims[k.count++] = d;
-  if (k.count == 0) k.dims[k.count++] = 0;
   return k;
 }
 
