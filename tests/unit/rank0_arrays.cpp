@@ -49,7 +49,9 @@ serial reference(const ts::host_tensor<double, 2>& h) {
   return r;
 }
 
-bool close(double a, double b) { return std::abs(a - b) <= 1e-12 * (1 + std::abs(a) + std::abs(b)); }
+bool close(double a, double b) {
+  return std::abs(a - b) <= 1e-12 * (1 + std::abs(a) + std::abs(b));
+}
 
 template <class Spec>
 void check_array_reductions(const ts::device_mesh<mesh_2x2>& m, const ts::shape<2>& s,
@@ -218,7 +220,8 @@ TEST_CASE("rank 0: value_and_grad of a rank-0 loss", "[grad][rank0]") {
   for (unsigned seed : {1u, 2u}) {
     const auto w = random_tensor(ts::shape<2>{6, 4}, seed);
     const auto x = random_tensor(ts::shape<2>{8, 6}, seed + 10);
-    check_gradients<ts::spec<ts::none, "y">, ts::spec<"x", ts::none>>("mse, data over x", mse, m, w, x);
+    check_gradients<ts::spec<ts::none, "y">, ts::spec<"x", ts::none>>("mse, data over x", mse, m,
+                                                                      w, x);
     check_gradients<ts::spec<"y", ts::none>, ts::spec<"x", "y">>("mse, contraction over y", mse, m,
                                                              w, x);
     check_gradients<ts::spec<ts::none, "y">, ts::spec<"x", ts::none>>("centred", centred, m, w, x);

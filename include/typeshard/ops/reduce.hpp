@@ -10,10 +10,11 @@
 //
 // Dims are NumPy's axis numbers (negative ones count from the last); none means every
 // dimension, and the result is then a rank-0 array (ts::spec<>, ts::extents<>), as in JAX
-// (ts::keep_dims keeps every dimension at extent 1 instead). The plan (plan/reduce_plan.hpp) says what runs: each device reduces its block
-// (a reduced dimension sharded over some axes leaves a partial result over them), then sum
-// and mean stay unreduced over those axes (no communication, rule 7) while max and min
-// all-reduce over them (pmax / pmin); with an output spec named, the reshard to it follows.
+// (ts::keep_dims keeps every dimension at extent 1 instead). The plan (plan/reduce_plan.hpp)
+// says what runs: each device reduces its block (a reduced dimension sharded over some axes
+// leaves a partial result over them), then sum and mean stay unreduced over those axes (no
+// communication, rule 7) while max and min all-reduce over them (pmax / pmin); with an
+// output spec named, the reshard to it follows.
 // mean divides by the global count of reduced elements, so uneven shards are exact. Rule 3:
 // sum and mean of an unreduced value stay unreduced (they are linear), max and min of one do
 // not compile.
