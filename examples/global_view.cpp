@@ -121,7 +121,7 @@ int main() {
     const auto a1 = ts::relu(z1);
     const auto p = ts::einsum<"bh,ho->bo">(a1, W2) + b2;
     const auto err = p - Y;
-    const auto loss = ts::mean<replicated1>(err * err);  // the psum of the local means
+    const auto loss = ts::mean<ts::spec<>>(err * err);  // rank 0: the psum of the local means
 
     // Backward, by hand: d loss / d p = 2 (p - y) / (B * O).
     const auto dp = err * (2.0f / float(B * O));
@@ -143,9 +143,9 @@ int main() {
     using a1_t = std::remove_cvref_t<decltype(a1)>;
     std::cout << "z1 = einsum<\"bd,dh->bh\">(X, W1): "
               << ts::einsum_plan_for<"bd,dh->bh", decltype(X), decltype(W1)>::describe() << "\n"
-              << "loss = mean<P(None)>(err * err): "
+              << "loss = mean<P()>(err * err): "
               << ts::reduce_plan_with<ts::reduction::mean, std::remove_cvref_t<decltype(err)>,
-                                      replicated1, false>::describe()
+                                      ts::spec<>, false>::describe()
               << "\n"
               << "dW2 = einsum<\"bh,bo->ho\">(a1, dp): "
               << ts::einsum_plan_for<"bh,bo->ho", a1_t, dp_t>::describe() << ", result "
@@ -177,8 +177,8 @@ int main() {
       for (std::size_t j = 0; j < H; ++j)
         if (z1_s(i, j) <= 0.0f) dz1_s(i, j) = 0.0f;
 
-    std::cout << "loss " << ts::to_host(loss)(0) << " (serial " << loss_s << ")\n";
-    verify("loss", ts::to_host(loss), host1({1}, float(loss_s)));
+    std::cout << "loss " << loss.item() << " (serial " << loss_s << ")\n";
+    verify("loss", ts::to_host(loss), ts::host_tensor<float, 0>({}, float(loss_s)));
     verify("W1 after the step", ts::to_host(W1_next), sgd(w1_h, product(x_h, dz1_s, true), lr));
     verify("b1 after the step", ts::to_host(b1_next), sgd(b1_h, column_sums(dz1_s), lr));
     verify("W2 after the step", ts::to_host(W2_next), sgd(w2_h, product(a1_s, dp_s, true), lr));

@@ -245,14 +245,14 @@ double serial_step(std::vector<host_layer>& params, const host_matrix& inputs,
 
 // sum((p - t)^2) over the whole array, in double: local sums, then (the output spec names the
 // result replicated) a psum over every axis the arrays are sharded over. Returns the
-// replicated [1] array.
+// replicated rank-0 array (a scalar).
 // (The element functions are objects at namespace scope, not lambdas in the templates: a
 // lambda's type would differ per array type, and so would the loops it instantiates.)
 inline constexpr auto square_in_double = [](float e) { return double(e) * double(e); };
 template <class P, class T>
 auto sum_of_squared_errors(const P& p, const T& t) {
   const auto squares = ts::map(p - t, square_in_double);
-  return ts::sum<ts::spec<ts::none>>(squares);
+  return ts::sum<ts::spec<>>(squares);
 }
 
 // The MLP's parameters as one tree (ops/tree.hpp), JAX's `params`: a struct of four layers,
@@ -331,7 +331,7 @@ auto backprop(const Params& params, const In& in, const Targets& targets, Params
   const auto dz = [&] {
     if constexpr (I + 1 == std::tuple_size_v<decltype(layers(params))>) {
       const float batch = static_cast<float>(in.extent(0));
-      loss = ts::to_host(sum_of_squared_errors(z, targets))(0) / batch;
+      loss = sum_of_squared_errors(z, targets).item() / batch;
       return (z - targets) * (2.0f / batch);  // d loss / d prediction
     } else {
       const auto da = backprop<I + 1>(params, ts::relu(z), targets, next, step_size, loss, explain);
@@ -367,7 +367,7 @@ double loss_of(const Params& params, const In& in, const Targets& targets) {
   using W_t = std::remove_cvref_t<decltype(W)>;
   const auto z = ts::matmul<ts::spec<In::spec::dim(0), W_t::spec::dim(1)>>(in, W) + b;
   if constexpr (I + 1 == std::tuple_size_v<decltype(layers(params))>)
-    return ts::to_host(sum_of_squared_errors(z, targets))(0) / double(in.extent(0));
+    return sum_of_squared_errors(z, targets).item() / double(in.extent(0));
   else
     return loss_of<I + 1>(params, ts::relu(z), targets);
 }
@@ -406,7 +406,7 @@ inline constexpr auto mlp_loss = [](const auto& params, const auto& x, const aut
   const auto a2 = ts::relu(dense(a1, params.l2));
   const auto a3 = ts::relu(dense(a2, params.l3));
   const auto e = dense(a3, params.l4) - t;
-  return ts::sum<ts::spec<ts::none>>(e * e) / static_cast<float>(x.extent(0));
+  return ts::sum<ts::spec<>>(e * e) / static_cast<float>(x.extent(0));
 };
 
 // Trains with ts::value_and_grad, as train() does by hand: jax.value_and_grad(loss)(params,
@@ -428,7 +428,7 @@ std::vector<double> train_with_grad(Params& params, const Batch& inputs, const B
                 << dW1::unreduced_type::to_string() << "\n  dW2: " << dW2::sharding_string()
                 << ", unreduced " << dW2::unreduced_type::to_string() << "\n";
     }
-    losses.push_back(ts::to_host(loss)(0));
+    losses.push_back(loss.item());
     params = ts::sgd_update(params, grads, step_size);  // w - step_size * g, leaf by leaf
   }
   losses.push_back(loss_of<0>(params, inputs, targets));

@@ -336,7 +336,7 @@ int train(const ts::device_mesh<Mesh>& mesh, const run_options& opt) {
       print_gradient("Wout", grads.out);
       section("4", "Training");
     }
-    const float loss_value = ts::to_host(loss)(0);
+    const float loss_value = loss.item();
     last = loss_value;
     if (s % 5 == 0 || s + 1 == steps) std::cout << "step " << s << ": loss " << loss4(last) << "\n";
     if (losses_out) *losses_out << s << ' ' << exact(loss_value) << '\n';

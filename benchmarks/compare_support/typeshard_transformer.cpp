@@ -88,7 +88,7 @@ class transformer_step final : public instance {
       append(sample_array(ts::reshard<rep2>(grads.out)));  // grads: the parameters' tree
       append(sample_array(ts::reshard<W1_spec>(grads.layers[0].w1)));
       append(sample_array(ts::reshard<rep2>(grads.embed)));
-      first_loss_ = ts::to_host(loss)(0);
+      first_loss_ = loss.item();
     }
     optimizer_.update(params_, grads);
   }

@@ -20,6 +20,6 @@ int main() {
   const auto H = ts::einsum<"bsd,df->bsf">(X, W) + B;  // column-parallel, bias broadcast
   const auto P = ts::softmax<2>(H);                    // row statistics over "model"
   const auto loss = ts::to_host(ts::reshard<ts::spec<>>(ts::mean(P)));
-  std::printf("loss = %g\n", double(loss(0)));
+  std::printf("loss = %g\n", double(loss()));
   return 0;
 }

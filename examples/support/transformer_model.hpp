@@ -351,7 +351,7 @@ struct loss_fn {
     const auto logits = product<Bf16, "bsd,dv->bsv">(layer_norm(x), p.out);
     const auto logp = ts::log_softmax<2>(logits);
     const float count = static_cast<float>(in.ids.extent(0) * in.ids.extent(1));
-    return ts::sum<ts::spec<ts::none>>(logp * in.targets) * (-1.0f / count);
+    return ts::sum<ts::spec<>>(logp * in.targets) * (-1.0f / count);  // rank 0
   }
 };
 inline constexpr loss_fn<false> loss{};

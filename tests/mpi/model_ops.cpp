@@ -76,9 +76,9 @@ std::vector<std::vector<double>> program(ts::backend& b, const ts::host_tensor<d
   keep(ts::to_host(both));
   keep(ts::to_host(ts::split<1, 2>(both)[1]));
   const auto pieces = [n](auto t) {
-    return ts::sum<ts::spec<ts::none>>(ts::sin(ts::concat<0>(ts::slice_in_dim<1>(t, 1, n - 1),
-                                                             ts::slice_in_dim<1>(t, 0, n - 1)))) +
-           ts::sum<ts::spec<ts::none>>(ts::max<0>(t));
+    return ts::sum<ts::spec<>>(ts::sin(ts::concat<0>(ts::slice_in_dim<1>(t, 1, n - 1),
+                                                     ts::slice_in_dim<1>(t, 0, n - 1)))) +
+           ts::sum<ts::spec<>>(ts::max<0>(t));
   };
   const auto [ls, gs] = ts::value_and_grad<0>(pieces)(A);
   keep(ts::to_host(ts::reshard<ts::spec<>>(ls)));

@@ -35,10 +35,10 @@ static_assert(std::is_same_v<sum_cols::out_extents, ts::dextents<1>>);
 
 // Over an unsharded dimension: nothing partial.
 static_assert(gives<plan2<reduction::sum, ts::spec<"x", none>, 1>, ts::spec<"x">>);
-// Every dimension, multi-axis: unreduced over both, a rank-1 array of extent 1.
+// Every dimension, multi-axis: unreduced over both, a rank-0 array (JAX's scalar).
 using sum_all = plan2<reduction::sum, ts::spec<ts::axes("y", "x"), none>>;
-static_assert(gives<sum_all, ts::spec<none>, ts::unreduced<"y", "x">>);
-static_assert(std::is_same_v<sum_all::out_extents, ts::extents<1>>);
+static_assert(gives<sum_all, ts::spec<>, ts::unreduced<"y", "x">>);
+static_assert(std::is_same_v<sum_all::out_extents, ts::extents<>> && sum_all::out_rank == 0);
 // mean has the type of sum (the partial sums are scaled by 1 / the global count).
 static_assert(gives<plan2<reduction::mean, ts::spec<"x", "y">, 0>, ts::spec<"y">, ts::unreduced<"x">>);
 

@@ -235,10 +235,10 @@ TEST_CASE("reductions: keep_dims, a named output spec, static extents, unreduced
     CHECK(mn.extents() == ts::shape<3>{1, 1, 1});
     compare(values_of(ts::to_host(mn)), reference(ts::reduction::min, host, {true, true, true}));
   }
-  SECTION("every dimension without keep_dims: a rank-1 array of extent 1") {
+  SECTION("every dimension without keep_dims: a rank-0 array") {
     const auto total = ts::mean(x);
-    static_assert(decltype(total)::rank == 1);
-    static_assert(std::is_same_v<decltype(total)::extents_type, ts::extents<1>>);
+    static_assert(decltype(total)::rank == 0);
+    static_assert(std::is_same_v<decltype(total)::extents_type, ts::extents<>>);
     compare(values_of(ts::to_host(ts::reshard<ts::spec<>>(total))),
             reference(ts::reduction::mean, host, {true, true, true}));
   }

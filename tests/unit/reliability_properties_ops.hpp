@@ -681,11 +681,25 @@ struct runner {
     }
   }
 
-  // A result: unreduced ones go through absorb.
+  // A result: unreduced ones go through absorb; a rank-0 one (a reduction over every
+  // dimension) is checked, on every shard and through item(), and the state stays.
   template <class A>
   void result(const A& a, const dyn& want, const std::string& what) {
-    if constexpr (A::unreduced_type::empty) set_state(a, want, what);
-    else absorb(as_dynamic(a), want, what);
+    if constexpr (A::rank == 0) {
+      const auto full = [&] {
+        if constexpr (A::unreduced_type::empty) return a;
+        else return ts::reshard<ts::spec<>>(a);  // the psum
+      }();
+      for (const auto& s : full.addressable_shards())
+        if (s.data.size() != 1 || !close(s.data[0], want.v[0], want.mag[0]))
+          fail("after " + what + ": a shard of the rank-0 result differs from the reference");
+      if (!close(full.item(), want.v[0], want.mag[0]))
+        fail("after " + what + ": the rank-0 result's item() differs from the reference");
+    } else if constexpr (A::unreduced_type::empty) {
+      set_state(a, want, what);
+    } else {
+      absorb(as_dynamic(a), want, what);
+    }
   }
 
   // ---- reductions ----
@@ -716,8 +730,9 @@ struct runner {
         if constexpr (J == 3) {
           // A named output spec: the plan reduces (psum, or psum_scatter into it).
           constexpr int D = int(salt<A>() % R);
-          constexpr std::size_t OR = R > 1 ? R - 1 : 1;
-          using Out = typename menu_at<menu_for<OR>, salt<A>() % menu_for<OR>::size>::type;
+          constexpr std::size_t OR = R > 1 ? R - 1 : 1;  // rank 1: a rank-0 result, spec<>
+          using Out = std::conditional_t<
+              R == 1, ts::spec<>, typename menu_at<menu_for<OR>, salt<A>() % menu_for<OR>::size>::type>;
           constexpr bool mean = salt<A>() % 2 == 1;
           std::vector<bool> dims(R, false);
           dims[D] = true;

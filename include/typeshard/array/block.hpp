@@ -114,8 +114,6 @@ namespace detail {
 
 template <class T, std::size_t Rank, mesh_type Mesh, std::uint64_t Varying = 0>
 class block {
-  static_assert(Rank >= 1, "typeshard: a block needs rank >= 1 (use extents {1} for a scalar)");
-
  public:
   using value_type = T;
   using mesh_type = Mesh;

@@ -109,17 +109,19 @@ auto zip_blocks(const A& a, const B& b, F f, const char* op) {
     using R = std::invoke_result_t<F&, const typename arr_a::value_type&,
                                    const typename arr_b::value_type&>;
     using result = block_like<A, R, arr_a::varying | arr_b::varying>;
-    if (a.extents() == b.extents()) {
-      buffer<R> out(a.size());
-      const auto* x = a.data();
-      const auto* y = b.data();
-      for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = f(x[i], y[i]);
-      return result(a.context(), a.extents(), std::move(out));
+    if constexpr (arr_a::rank != 0) {  // rank-0 blocks always have equal extents
+      if (a.extents() != b.extents()) {
+        const auto r = block_broadcast_shape(a.extents(), b.extents(), op);
+        buffer<R> out(host_tensor<R, arr_a::rank>::element_count(r));
+        broadcast_block_loop(a.data(), a.extents(), b.data(), b.extents(), r, out.data(), f);
+        return result(a.context(), r, std::move(out));
+      }
     }
-    const auto r = block_broadcast_shape(a.extents(), b.extents(), op);
-    buffer<R> out(host_tensor<R, arr_a::rank>::element_count(r));
-    broadcast_block_loop(a.data(), a.extents(), b.data(), b.extents(), r, out.data(), f);
-    return result(a.context(), r, std::move(out));
+    buffer<R> out(a.size());
+    const auto* x = a.data();
+    const auto* y = b.data();
+    for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = f(x[i], y[i]);
+    return result(a.context(), a.extents(), std::move(out));
   }
 }
 

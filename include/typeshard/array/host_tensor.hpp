@@ -3,6 +3,8 @@
 //   ts::host_tensor<float, 2> a({4, 4});           // zeros
 //   a(1, 2) = 3.0f;
 //   auto b = ts::host_tensor<float, 2>({2, 2}, {1, 2, 3, 4});
+//   ts::host_tensor<float, 0> s({}, {2.5f});       // rank 0: one element, shape ()
+//   float v = s();                                   // or s.item(), as numpy's x.item()
 //
 // It is what device_put takes and to_host returns: the single-device view of the data.
 #pragma once
@@ -39,12 +41,17 @@ namespace detail {
                              "); use smaller extents"}));
 }
 
+[[noreturn]] TYPESHARD_COLD inline void throw_item_needs_one_element(
+    std::span<const std::size_t> extents, std::size_t n) {
+  throw shape_error(message({"typeshard: item() needs a one-element array, got shape ",
+                             shape_string(extents), " (", n,
+                             " elements); fix: reduce it first (ts::sum<>(x) gives rank 0)"}));
+}
+
 }  // namespace detail
 
 template <class T, std::size_t Rank>
 class host_tensor {
-  static_assert(Rank >= 1, "typeshard: host_tensor needs rank >= 1");
-
  public:
   using value_type = T;
   static constexpr std::size_t rank = Rank;
@@ -93,6 +100,13 @@ class host_tensor {
     std::size_t o = 0;
     for (std::size_t d = 0; d < Rank; ++d) o = o * extents_[d] + index[d];
     return o;
+  }
+
+  // The one element of a one-element tensor (every rank-0 tensor), numpy's x.item();
+  // shape_error when it holds another number of elements.
+  T item() const {
+    if (data_.size() != 1) detail::throw_item_needs_one_element(extents_, data_.size());
+    return data_[0];
   }
 
   friend bool operator==(const host_tensor&, const host_tensor&) = default;

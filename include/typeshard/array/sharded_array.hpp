@@ -4,11 +4,14 @@
 //   for (const auto& s : A.addressable_shards()) ...              // device, index, shape, data
 //   ts::host_tensor<float, 2> back = ts::to_host(A);
 //   auto B = ts::device_put<ts::spec<"x">>(m, ts::shape<1>{n}, make_block);   // make_array_from_callback
+//   float loss = ts::sum<>(A).item();   // rank 0 (spec<>, extents<>): JAX's float(x) / x.item()
 //
 // The type carries the element, the mesh, the spec (padded with ts::none to the rank),
 // the extents (static or dynamic per dimension) and the unreduced axes. Shards are
 // immutable once made and shared between copies, as jax.Array's are; every operation
-// returns a new array.
+// returns a new array. Rank 0 (ts::spec<>, ts::extents<>: what a reduction over every
+// dimension gives, as in JAX) holds one element on every device, replicated (or, while
+// unreduced over some axes, a partial value on each); to_host gives a host_tensor<T, 0>.
 #pragma once
 
 #include <array>
@@ -166,7 +169,6 @@ class sharded_array {
   using layout_type = layout<Mesh, spec, rank>;
   using shape_type = typeshard::shape<rank>;
 
-  static_assert(rank >= 1, "typeshard: a sharded array needs rank >= 1");
   // Rule 1: check_spec fires the rule's own diagnostic when the spec is invalid. The
   // `|| true` keeps this assertion from adding a second error: the class stays usable, so
   // the code around it compiles on and the user sees one message.
@@ -196,6 +198,10 @@ class sharded_array {
   const shape_type& extents() const { return s_.extents; }
   std::size_t extent(std::size_t d) const { return s_.extents[d]; }
   std::size_t size() const { return host_tensor<T, rank>::element_count(s_.extents); }
+
+  // The one element of a one-element array (every rank-0 array), JAX's x.item(): to_host's
+  // rules apply (every process calls it under MPI; an unreduced value does not compile).
+  T item() const { return to_host(*this).item(); }
 
   // The slices and local extents held at a mesh position.
   index_slices<rank> index(std::size_t position) const {

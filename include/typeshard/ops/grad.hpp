@@ -4,7 +4,7 @@
 //   auto loss = [](auto w1, auto w2, auto x, auto y) {
 //     auto h = ts::relu(ts::matmul(x, w1));                 // x: spec<"data", none>
 //     auto e = ts::matmul(h, w2) - y;
-//     return ts::mean(e * e);
+//     return ts::mean<>(e * e);                          // rank 0: a scalar loss
 //   };
 //   auto [l, g] = ts::value_and_grad<0, 1>(loss)(W1, W2, X, Y);   // g: std::tuple of 2
 //   auto& dW1 = std::get<0>(g);     // W1's spec, unreduced<"data">: the batch is over "data"
@@ -14,9 +14,10 @@
 //
 // Argnums (default 0) name the differentiated arguments: each must be a fully reduced
 // floating-point sharded_array; it reaches f as a ts::traced value (ops/traced.hpp), the
-// other arguments as they are. f must return a one-element array (rank 1, extent 1, what
-// ts::sum(x) and ts::mean(x) give) computed from them. With one argnum the gradient is
-// returned alone, with several a std::tuple in argnum order (JAX: argnums=0 vs (0, 1)).
+// other arguments as they are. f must return a rank-0 array (a scalar, what ts::sum<>(x)
+// and ts::mean<>(x) give, as JAX's grad needs a scalar output) computed from them. With one
+// argnum the gradient is returned alone, with several a std::tuple in argnum order (JAX:
+// argnums=0 vs (0, 1)).
 //
 // Parameter trees (ops/tree.hpp): an argnum may name a tree of arrays (a Hana struct template,
 // a std::tuple, a std::array, nested): each leaf is differentiated as an argnum of its own, f
@@ -35,7 +36,6 @@
 //
 // Run time: f runs once (the forward values computed by the ordinary ops, each op recording
 // its backward), then the backward runs the recorded ops' transposes in reverse order.
-// A loss whose dynamic extent is not 1 throws shape_error.
 #pragma once
 
 #include <array>
@@ -53,6 +53,8 @@
 #include "../core/errors.hpp"
 #include "../core/rules/rule9_gradients.hpp"
 #include "../plan/grad_plan.hpp"
+#include "detail/grad_arguments.hpp"
+#include "detail/grad_flat_call.hpp"
 #include "detail/grad_tape.hpp"
 #include "traced.hpp"
 #include "tree.hpp"
@@ -62,9 +64,7 @@ namespace typeshard {
 // gradient_t<Param, Contributions, Argnum>: the type of argument Argnum's gradient when the
 // loss's traced type lists Contributions.
 template <class Param, class Contributions, std::size_t Argnum>
-using gradient_t =
-    detail::contribution_t<Param, gradient_unreduced_t<typename Param::mesh_type, Argnum,
-                                                       Contributions>>;
+using gradient_t = detail::gradient_type<Param, Contributions, Argnum>;
 
 // has_aux: ts::value_and_grad(f, ts::has_aux): f returns (loss, aux), a std::pair or a
 // two-element std::tuple; aux comes back untouched (a traced aux as its value), JAX's has_aux.
@@ -75,184 +75,7 @@ inline constexpr has_aux_t has_aux{};
 
 namespace detail {
 
-enum class grad_mode { value_and_grad, grad, plans };
-
-template <std::size_t... N>
-constexpr bool distinct() {
-  constexpr std::size_t n[] = {N..., 0};
-  for (std::size_t i = 0; i < sizeof...(N); ++i)
-    for (std::size_t j = i + 1; j < sizeof...(N); ++j)
-      if (n[i] == n[j]) return false;
-  return true;
-}
-
-template <std::size_t I, std::size_t... Argnums>
-inline constexpr bool is_argnum = ((I == Argnums) || ...);
-
-template <class T>
-constexpr bool is_float_array() {
-  if constexpr (sharded_array_type<T>)
-    return std::is_floating_point_v<typename T::value_type> && T::unreduced_type::empty;
-  else
-    return false;
-}
-
-// One argument of the differentiated call: a leaf for an argnum, else the argument itself.
-template <bool Plans, std::size_t I, std::size_t... Argnums, class Arg>
-decltype(auto) wrap_argument(const Arg& arg, const std::shared_ptr<grad_tape>& tape) {
-  if constexpr (is_argnum<I, Argnums...>)
-    return traced<Arg, grad_contributions<>, static_cast<int>(I), Plans>(arg, tape, nullptr);
-  else
-    return (arg);
-}
-
-// The gradient of argument I: the sum of its contributions (each embedded in the gradient's
-// type), zeros when nothing reached it.
-template <std::size_t I, class List, class P, class... Cs>
-gradient_t<P, List, I> gradient_of(const P& param, const grad_tape& tape,
-                                   grad_contributions<Cs...>) {
-  using G = gradient_t<P, List, I>;
-  std::optional<G> out;
-  [[maybe_unused]] auto add = [&](auto c) {  // unused when no contribution reaches leaf I
-    using C = decltype(c);
-    if constexpr (C::argnum == I) {
-      using CA = contribution_t<P, typename C::unreduced_type>;
-      if (const CA* part = tape.leaves[I].template find<CA>()) {
-        G e = embed<G>(*part);
-        if (out)
-          out = add_same(*out, e);
-        else
-          out = std::move(e);
-      }
-    }
-  };
-  (add(Cs{}), ...);
-  if (!out) return filled<G>(param.device_mesh(), param.extents(), 0);
-  return *std::move(out);
-}
-
-// A differentiated function that returns nothing (found at run time on g++: see run below).
-[[noreturn]] TYPESHARD_COLD inline void throw_loss_returns_nothing() {
-  throw usage_error(
-      "typeshard: ts::value_and_grad: the differentiated function returns nothing (void); "
-      "fix: return the loss, reduced to one element with ts::sum or ts::mean");
-}
-
-// A loss of more than one element, out of line: a function of values, one copy per TU.
-[[noreturn]] TYPESHARD_COLD inline void throw_loss_not_one_element(std::size_t extent) {
-  // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
-  throw shape_error(std::string("typeshard: ts::value_and_grad: the loss has extent ")
-                        .append(std::to_string(extent))
-                        .append("; the differentiated function must return one element; "
-                                "fix: reduce it with ts::sum or ts::mean"));
-}
-
-template <std::size_t... Argnums>
-constexpr std::size_t max_argnum() {
-  std::size_t m = 0;
-  ((m = Argnums > m ? Argnums : m), ...);
-  return m;
-}
-
-// The flat call of a call with parameter trees: each differentiated tree argument is replaced
-// by its leaves (each leaf an argnum of its own), the other arguments stay as they are.
-template <class ArgTuple, class Is, std::size_t... Argnums>
-struct flat_layout;
-template <class... Args, std::size_t... I, std::size_t... Argnums>
-struct flat_layout<std::tuple<Args...>, std::index_sequence<I...>, Argnums...> {
-  static constexpr std::size_t n = sizeof...(Args);
-  static constexpr std::array<bool, n + 1> tree{
-      (is_argnum<I, Argnums...> && parameter_tree<Args>)..., false};
-  static constexpr std::array<std::size_t, n + 1> width{
-      (tree[I] ? flat_size<Args>() : std::size_t{1})..., 0};
-  static constexpr std::array<std::size_t, n + 1> offset = [] {
-    std::array<std::size_t, n + 1> o{};
-    for (std::size_t i = 0; i < n; ++i) o[i + 1] = o[i] + width[i];
-    return o;
-  }();
-  static constexpr std::size_t flat_count = ((width[Argnums]) + ... + 0);
-  // The flat argnums, in the order of Argnums; start[j]: where Argnums' j-th begins in them.
-  static constexpr std::array<std::size_t, flat_count> flat_argnums = [] {
-    std::array<std::size_t, flat_count> a{};
-    std::size_t k = 0;
-    ((void)[&] {
-      for (std::size_t w = 0; w < width[Argnums]; ++w) a[k++] = offset[Argnums] + w;
-    }(), ...);
-    return a;
-  }();
-  static constexpr std::array<std::size_t, sizeof...(Argnums) + 1> start = [] {
-    std::array<std::size_t, sizeof...(Argnums) + 1> a{};
-    std::size_t j = 0;
-    ((a[j + 1] = a[j] + width[Argnums], ++j), ...);
-    return a;
-  }();
-
-  // The first leaf (argnum * 65536 + leaf) that is not a float array, or n * 65536 when none.
-  static constexpr std::size_t bad_leaf() {
-    std::size_t bad = n * 65536;
-    auto check = [&]<class A, bool IsTree>(std::size_t i, std::bool_constant<IsTree>, const A*) {
-      if constexpr (IsTree && check_tree<A>()) {  // a malformed tree is reported there
-        if (bad != n * 65536) return;
-        using leaves = decltype(flatten(std::declval<const A&>()));
-        [&]<std::size_t... K>(std::index_sequence<K...>) {
-          ((is_float_array<std::remove_cvref_t<std::tuple_element_t<K, leaves>>>() ||
-                    bad != n * 65536
-                ? 0
-                : (bad = i * 65536 + K, 0)),
-           ...);
-        }(std::make_index_sequence<std::tuple_size_v<leaves>>{});
-      }
-    };
-    (check(I, std::bool_constant<tree[I]>{}, static_cast<const Args*>(nullptr)), ...);
-    return bad;
-  }
-  static constexpr bool well_formed = ((!tree[I] || check_tree<Args>()) && ...);
-};
-
-// One argument's part of the flat call: a tree's innermost leaves or the argument.
-template <bool Tree, class A>
-auto flat_part(const A& a) {
-  if constexpr (Tree)
-    return flatten(a);
-  else
-    return std::tuple<const A&>(a);
-}
-
-// Argument i of the original call, from the flat call's values: the tree of traced leaves
-// (of A's shape) or the value itself.
-template <class Layout, std::size_t Index, class A, class Flat>
-decltype(auto) regroup_argument(Flat& flat) {
-  if constexpr (Layout::tree[Index])
-    return unflatten<A, Layout::offset[Index]>(flat);
-  else
-    return std::get<Layout::offset[Index]>(flat);
-}
-
-// f called with the trees regrouped, the flat call's function.
-template <class F, class Layout, class... Args>
-struct tree_call {
-  const F* f;
-  template <class... Flat>
-  auto operator()(Flat&&... flat) const {
-    auto all = std::forward_as_tuple(flat...);
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::invoke(*f, regroup_argument<Layout, I, Args>(all)...);
-    }(std::index_sequence_for<Args...>{});
-  }
-};
-
-template <grad_mode Mode, bool Aux, class F, std::size_t... Argnums>
-class grad_function;
-
-// The aux of f's (loss, aux), untouched; a traced aux as its value.
-template <class A>
-auto aux_value(const A& a) {
-  if constexpr (traced_type<A>)
-    return a.value();
-  else
-    return a;
-}
-
+// The callable value_and_grad, grad and backward_plans return (Mode says which).
 template <grad_mode Mode, bool Aux, class F, std::size_t... Argnums>
 class grad_function {
  public:
@@ -365,7 +188,7 @@ class grad_function {
   // What a call returns when f cannot be differentiated (a diagnostic, or f's own error,
   // has fired): a value of the type the caller expects (never run), so that the code around
   // the call (auto [loss, grads] = ..., an update with the gradients) compiles on and the
-  // user sees one error. The loss: one element of the first parameter's type and mesh.
+  // user sees one error. The loss: rank 0, of the first parameter's type and mesh.
   template <class... Args>
   static auto placeholder(const Args&... args) {
     const std::tuple<const Args&...> all(args...);
@@ -375,9 +198,8 @@ class grad_function {
       return std::vector<std::string>{};
     } else {
       using P = std::remove_cvref_t<decltype(std::get<0>(grads))>;
-      using L = sharded_array<typename P::value_type, typename P::mesh_type, spec<>,
-                              extents<1>>;
-      L loss = filled<L>(std::get<0>(grads).device_mesh(), shape<1>{1}, 0);
+      using L = sharded_array<typename P::value_type, typename P::mesh_type, spec<>, extents<>>;
+      L loss = filled<L>(std::get<0>(grads).device_mesh(), shape<0>{}, 0);
       if constexpr (Mode == grad_mode::grad && sizeof...(Argnums) == 1)
         return std::get<0>(std::move(grads));
       else if constexpr (Mode == grad_mode::grad)
@@ -443,12 +265,10 @@ class grad_function {
     if constexpr (!traced_type<Out>) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
       return placeholder(args...);
-    } else if constexpr (Out::rank != 1 || (Out::extents_type::is_static(0) &&
-                                            Out::extents_type::static_extents[0] != 1)) {
+    } else if constexpr (Out::rank != 0) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
       return placeholder(args...);
     } else {
-      if (out.extent(0) != 1) throw_loss_not_one_element(out.extent(0));
       if constexpr (Mode == grad_mode::plans) {
         std::vector<std::string> lines;
         for (std::size_t n = tape->nodes.size(); n-- > 0;)

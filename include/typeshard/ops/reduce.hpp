@@ -3,15 +3,18 @@
 //   auto s = ts::sum<1>(x);                  // x: spec<"x", "y">: spec<"x">, unreduced over "y"
 //   auto r = ts::reshard<ts::spec<"x">>(s);  //   reduce when you want (psum over y)
 //   auto t = ts::sum<ts::spec<"x">, 1>(x);   // or name the output spec: the plan reduces
-//   auto m = ts::mean(x);                    // every dimension: a rank-1 array of extent 1
+//   auto m = ts::mean<>(x);                  // every dimension: rank 0 (spec<>), unreduced
+//   float v = ts::reshard<ts::spec<>>(m).item();   //   over x and y until resharded; JAX's float()
 //   auto k = ts::max<0>(x, ts::keep_dims);   // pmax over "x"; dimension 0 kept, extent 1
 //   using plan = ts::reduce_plan_for<ts::reduction::max, decltype(x), 0>;   // inspect it
 //
 // Dims are NumPy's axis numbers (negative ones count from the last); none means every
-// dimension. The plan (plan/reduce_plan.hpp) says what runs: each device reduces its block
-// (a reduced dimension sharded over some axes leaves a partial result over them), then sum
-// and mean stay unreduced over those axes (no communication, rule 7) while max and min
-// all-reduce over them (pmax / pmin); with an output spec named, the reshard to it follows.
+// dimension, and the result is then a rank-0 array (ts::spec<>, ts::extents<>), as in JAX
+// (ts::keep_dims keeps every dimension at extent 1 instead). The plan (plan/reduce_plan.hpp)
+// says what runs: each device reduces its block (a reduced dimension sharded over some axes
+// leaves a partial result over them), then sum and mean stay unreduced over those axes (no
+// communication, rule 7) while max and min all-reduce over them (pmax / pmin); with an
+// output spec named, the reshard to it follows.
 // mean divides by the global count of reduced elements, so uneven shards are exact. Rule 3:
 // sum and mean of an unreduced value stay unreduced (they are linear), max and min of one do
 // not compile.
@@ -55,8 +58,8 @@ constexpr T reduce_identity(reduction op) {
 // index with the masked dimensions dropped. The innermost dimension runs as a plain loop
 // (a running value when it is reduced, a vector update when it is not).
 template <class T, std::size_t Rank, class F>
-void reduce_block(const T* in, const shape<Rank>& s, const std::array<bool, Rank>& mask, T* out,
-                  F f) {
+void reduce_block_rows(const T* in, const shape<Rank>& s, const std::array<bool, Rank>& mask,
+                       T* out, F f) {
   std::array<std::size_t, Rank> stride{};
   std::size_t st = 1;
   std::size_t n = 1;
@@ -84,6 +87,18 @@ void reduce_block(const T* in, const shape<Rank>& s, const std::array<bool, Rank
       o -= stride[d] * s[d];
       idx[d] = 0;
     }
+  }
+}
+
+// reduce_block at any rank (a rank-0 block is its one element).
+template <class T, std::size_t Rank, class F>
+void reduce_block(const T* in, const shape<Rank>& s, const std::array<bool, Rank>& mask, T* out,
+                  F f) {
+  if constexpr (Rank == 0) {  // a rank-0 block: its one element
+    (void)s, (void)mask;
+    *out = f(*out, *in);
+  } else {
+    reduce_block_rows(in, s, mask, out, f);
   }
 }
 
@@ -214,7 +229,7 @@ auto reduce(const A& a) {
 // ---- reductions of a block inside ts::shard_map: local, no collective ----------------------
 
 // Op over Dims of block b (every dimension when none), keeping the dimensions at extent 1
-// or dropping them (a block keeps rank >= 1: reducing every dimension gives extents {1}).
+// or dropping them (reducing every dimension without keep_dims gives a rank-0 block).
 // Rule 7's dimension checks, as for arrays; the block varies over what b varies over.
 template <reduction Op, bool KeepDims, int... Dims, class B>
 auto reduce_block_local(const B& b) {
@@ -228,7 +243,7 @@ auto reduce_block_local(const B& b) {
     for (bool m : reduced_mask<Rank, Dims...>()) n += !m;
     return n;
   }();
-  constexpr std::size_t OutRank = KeepDims ? Rank : (kept == 0 ? 1 : kept);
+  constexpr std::size_t OutRank = KeepDims ? Rank : kept;
   using result = block<T, OutRank, typename blk::mesh_type, blk::varying>;
   if constexpr (p.what == reduce_dims_problem::out_of_range) {
     static_assert(require<false, diagnostic::reduce_dim_out_of_range<p.dim, Rank>>::value);
@@ -250,7 +265,6 @@ auto reduce_block_local(const B& b) {
       else if (!mask[d])
         out[j++] = b.extent(d);
     }
-    if constexpr (!KeepDims && kept == 0) out[0] = 1;
     return result(b.context(), out,
                   local_reduce<T, Rank>(Op, b.values(), b.extents(), mask, count));
   }

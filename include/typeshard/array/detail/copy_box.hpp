@@ -42,25 +42,30 @@ void copy_box(const T* src, const std::array<std::size_t, Rank>& src_shape,
               const std::array<std::size_t, Rank>& dst_shape,
               const std::array<std::size_t, Rank>& dst_origin,
               const std::array<std::size_t, Rank>& box) {
-  for (std::size_t e : box)
-    if (e == 0) return;
-  const auto ss = strides_of(src_shape);
-  const auto ds = strides_of(dst_shape);
-  std::size_t src_base = 0, dst_base = 0;
-  for (std::size_t d = 0; d < Rank; ++d) {
-    src_base += src_origin[d] * ss[d];
-    dst_base += dst_origin[d] * ds[d];
-  }
-  const std::size_t row_bytes = box[Rank - 1] * sizeof(T);
-  std::array<std::size_t, Rank> i{};  // odometer over all but the last dimension
-  for (;;) {
-    std::size_t so = src_base, dof = dst_base;
-    for (std::size_t d = 0; d + 1 < Rank; ++d) {
-      so += i[d] * ss[d];
-      dof += i[d] * ds[d];
+  if constexpr (Rank == 0) {  // a rank-0 box is its one element
+    (void)src_shape, (void)src_origin, (void)dst_shape, (void)dst_origin, (void)box;
+    *dst = *src;
+  } else {
+    for (std::size_t e : box)
+      if (e == 0) return;
+    const auto ss = strides_of(src_shape);
+    const auto ds = strides_of(dst_shape);
+    std::size_t src_base = 0, dst_base = 0;
+    for (std::size_t d = 0; d < Rank; ++d) {
+      src_base += src_origin[d] * ss[d];
+      dst_base += dst_origin[d] * ds[d];
     }
-    std::memcpy(dst + dof, src + so, row_bytes);
-    if (!next_row(i, box)) return;
+    const std::size_t row_bytes = box[Rank - 1] * sizeof(T);
+    std::array<std::size_t, Rank> i{};  // odometer over all but the last dimension
+    for (;;) {
+      std::size_t so = src_base, dof = dst_base;
+      for (std::size_t d = 0; d + 1 < Rank; ++d) {
+        so += i[d] * ss[d];
+        dof += i[d] * ds[d];
+      }
+      std::memcpy(dst + dof, src + so, row_bytes);
+      if (!next_row(i, box)) return;
+    }
   }
 }
 

@@ -32,9 +32,9 @@ struct grad_loss_not_scalar {
   static constexpr bool fire() {
     static_assert(detail::always_false<Loss>,
                   "typeshard: rule 9 (gradients): the differentiated function must return a "
-                  "one-element array (rank 1, extent 1: what ts::sum(x) or ts::mean(x) give) "
-                  "computed from its differentiated arguments; fix: reduce the loss to one "
-                  "element with ts::sum or ts::mean before returning it");
+                  "one-element array of rank 0 (a scalar: what ts::sum<>(x) or ts::mean<>(x) "
+                  "give) computed from its differentiated arguments; fix: reduce the loss "
+                  "over every dimension with ts::sum<> or ts::mean<> before returning it");
     return true;
   }
 };
