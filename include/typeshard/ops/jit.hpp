@@ -117,18 +117,16 @@ class jit_function {
 
   template <class... Args>
   auto call(detail::program_listener* listener, const Args&... args) const {
-    using R = std::invoke_result_t<const F&, const Args&...>;
-    static_assert(!std::is_reference_v<R>,
-                  "typeshard: ts::jit: the function returns a reference; return values "
-                  "(arrays, trees, tuples), which each device makes for its own blocks");
+    // A reference f returns is copied: each device makes the result for its own blocks.
+    using R = std::remove_cvref_t<std::invoke_result_t<const F&, const Args&...>>;
     backend* b = find_backend(args...);
-    if (b == nullptr) return f_(args...);
+    if (b == nullptr) return R(f_(args...));
     if constexpr (std::is_void_v<R>) {
       if (!b->run_program([&](std::size_t) { f_(args...); }, listener)) f_(args...);
     } else {
       std::vector<std::optional<R>> outs(b->device_count());
       if (!b->run_program([&](std::size_t d) { outs[d].emplace(f_(args...)); }, listener))
-        return f_(args...);
+        return R(f_(args...));
       R result = std::move(*outs[0]);
       std::vector<R*> each(outs.size());
       each[0] = &result;
