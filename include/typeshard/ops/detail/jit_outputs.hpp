@@ -36,6 +36,15 @@ inline constexpr bool is_zero_adam_state_v = false;
 template <class P, class S>
 inline constexpr bool is_zero_adam_state_v<zero_adam_state<P, S>> = true;
 
+// Whether T is a well-formed parameter tree (ops/tree.hpp), whose leaves jit visits.
+template <class T>
+constexpr bool jit_tree() {
+  if constexpr (tree_traits_of<T>::is_tree)
+    return tree_traits_of<T>::well_formed;
+  else
+    return false;
+}
+
 // The backend of the first array among the values (nested trees, pairs and optimizer states
 // searched in order), or nullptr.
 template <class T>
@@ -48,7 +57,7 @@ backend* jit_backend_of(const T& v) {
     return b != nullptr ? b : jit_backend_of(v.second);
   } else if constexpr (is_zero_adam_state_v<T>) {
     return jit_backend_of(v.m);
-  } else if constexpr (TT::is_tree && TT::well_formed) {
+  } else if constexpr (jit_tree<T>()) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       backend* b = nullptr;
       ((b = b != nullptr ? b : jit_backend_of(TT::template leaf<I>(v))), ...);
@@ -111,7 +120,7 @@ void jit_merge(T& into, std::span<T* const> each) {
     using S = typename T::shard_type;
     jit_merge_member<S>(into, each, [](T& v) -> auto& { return v.m; });
     jit_merge_member<S>(into, each, [](T& v) -> auto& { return v.v; });
-  } else if constexpr (TT::is_tree && TT::well_formed) {
+  } else if constexpr (jit_tree<T>()) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (jit_merge_member<member_t<T, I>>(
            into, each, [](T& v) -> auto& { return TT::template leaf<I>(v); }),
