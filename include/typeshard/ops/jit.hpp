@@ -21,7 +21,8 @@
 //
 // f takes its arguments by const reference (or by value) and must not touch state outside
 // them that another device's copy of f also touches (a captured optimizer updated in place):
-// f runs concurrently, once per device. Arguments and results are arrays, parameter trees
+// f runs concurrently, once per device (so its host-side effects, printing, happen once per
+// device, as under MPI once per rank). Arguments and results are arrays, parameter trees
 // (ops/tree.hpp), std::pair, optimizer states (ops/optim.hpp) and plain values, nested.
 // Inside f, ts::to_host and other process-collective operations behave as under MPI (every
 // device must call them). The backend is that of the first array among the arguments; with
