@@ -182,6 +182,30 @@ TEST_CASE("jit: failures in a device's program are thrown as eagerly, never a ha
       CHECK(std::string(e.what()) == eager_what);
     }
   }
+  // Devices of a group that call different collectives: the usage_error (each device's call
+  // and call site), as a device_error, as eagerly.
+  const auto mismatched = [](const auto& x) {
+    const auto f = ts::shard_map<mesh_2x4, ts::spec<"data", "model">, ts::spec<"data", "model">>(
+        [](const ts::shard_context<mesh_2x4>& c, const auto& b) {
+          if (c.position() == 1) return ts::pmax<"model">(b);  // its peers call psum
+          return ts::psum<"model">(b);
+        });
+    return f(x);
+  };
+  try {
+    (void)mismatched(a);
+    FAIL("no exception");
+  } catch (const ts::device_error& e) {
+    eager_what = e.what();
+  }
+  CHECK_THAT(eager_what, Catch::Contains("same collectives in the same order"));
+  try {
+    (void)ts::jit(mismatched)(a);
+    FAIL("no exception");
+  } catch (const ts::device_error& e) {
+    CHECK_THROWS_AS(std::rethrow_exception(e.original()), ts::usage_error);
+    CHECK(std::string(e.what()) == eager_what);
+  }
   // A host-side failure (every device's program throws it): rethrown as it is.
   const auto host_failure = ts::jit([](const auto& x) {
     if (x.extent(0) == 4) throw std::invalid_argument("bad extent");
