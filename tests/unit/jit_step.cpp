@@ -118,8 +118,9 @@ void check_training(const ts::device_mesh<Mesh>& m) {
   const auto step = ts::jit(train_step);
   for (unsigned s = 0; s < 3; ++s) {
     INFO("step " << s);
-    const auto x = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{8, 6}, 10 + s));
-    const auto y = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{8, 3}, 20 + s));
+    using batch = ts::spec<"data", none>;
+    const auto x = ts::device_put<batch>(m, random_tensor(ts::shape<2>{8, 6}, 10 + s));
+    const auto y = ts::device_put<batch>(m, random_tensor(ts::shape<2>{8, 3}, 20 + s));
     auto [eager_loss, eager_next, eager_s] = train_step(eager_params, eager_state, x, y);
     auto [loss, next, st] = step(params, state, x, y);
     require_bitwise(loss, eager_loss);
@@ -213,16 +214,20 @@ TEST_CASE("jit: failures in a device's program are thrown as eagerly, never a ha
   });
   CHECK_THROWS_AS(host_failure(a), std::invalid_argument);
   // The pool works on afterwards, eagerly and compiled.
-  const auto twice = ts::jit([](const auto& x) { return ts::reshard<ts::spec<none, none>>(x + x); });
+  const auto twice =
+      ts::jit([](const auto& x) { return ts::reshard<ts::spec<none, none>>(x + x); });
   require_bitwise(twice(a), ts::reshard<ts::spec<none, none>>(a + a));
 }
 
 TEST_CASE("jit: lower() records each device's program and the communication ledger", "[jit]") {
   ts::cpu_devices devices{8};
   ts::device_mesh<mesh_2x4> m{devices};
-  auto params = make_params(ts::device_put<ts::spec<none, "model">>(m, random_tensor(ts::shape<2>{6, 12}, 4)),
-                           ts::device_put<ts::spec<"model">>(m, random_tensor(ts::shape<1>{12}, 5)),
-                           ts::device_put<ts::spec<"model", none>>(m, random_tensor(ts::shape<2>{12, 3}, 6)));
+  using cols = ts::spec<none, "model">;
+  using rows = ts::spec<"model", none>;
+  using bias = ts::spec<"model">;
+  const auto params = make_params(ts::device_put<cols>(m, random_tensor(ts::shape<2>{6, 12}, 4)),
+                                  ts::device_put<bias>(m, random_tensor(ts::shape<1>{12}, 5)),
+                                  ts::device_put<rows>(m, random_tensor(ts::shape<2>{12, 3}, 6)));
   const auto state = ts::zero_adam_init<"data">(params);
   const auto x = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{8, 6}, 10));
   const auto y = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{8, 3}, 11));
