@@ -416,10 +416,19 @@ inline constexpr auto mlp_loss = [](const auto& params, const auto& x, const aut
 // The first step prints two gradients' types.
 template <class Params, class Batch>
 std::vector<double> train_with_grad(Params& params, const Batch& inputs, const Batch& targets,
-                                    std::size_t steps, float step_size) {
+                                    std::size_t steps, float step_size, bool eager) {
+  // One step: the loss, the gradients and the updated parameters. ts::jit runs it as one
+  // program per device (jax.jit); --eager runs it op by op. The results are the same bits.
+  const auto step = [step_size](const auto& p, const auto& x, const auto& t) {
+    auto [loss, grads] = ts::value_and_grad(mlp_loss)(p, x, t);
+    auto next = ts::sgd_update(p, grads, step_size);  // w - step_size * g, leaf by leaf
+    return std::tuple(loss, grads, next);
+  };
+  const auto compiled = ts::jit(step);
   std::vector<double> losses;
   for (std::size_t s = 0; s < steps; ++s) {
-    const auto [loss, grads] = ts::value_and_grad(mlp_loss)(params, inputs, targets);
+    auto [loss, grads, next] =
+        eager ? step(params, inputs, targets) : compiled(params, inputs, targets);
     if (s == 0) {
       using dW1 = std::remove_cvref_t<decltype(grads.l1.w)>;
       using dW2 = std::remove_cvref_t<decltype(grads.l2.w)>;
@@ -429,7 +438,7 @@ std::vector<double> train_with_grad(Params& params, const Batch& inputs, const B
                 << ", unreduced " << dW2::unreduced_type::to_string() << "\n";
     }
     losses.push_back(loss.item());
-    params = ts::sgd_update(params, grads, step_size);  // w - step_size * g, leaf by leaf
+    params = std::move(next);
   }
   losses.push_back(loss_of<0>(params, inputs, targets));
   return losses;
@@ -777,7 +786,7 @@ int main(int argc, char** argv) {
     std::cout << "the same training through ts::value_and_grad; the gradients' types:\n";
     std::vector<double> losses;
     const double ms = examples::median_ms(
-        1, [&] { losses = train_with_grad(params, x, t, steps, step_size); });
+        1, [&] { losses = train_with_grad(params, x, t, steps, step_size, opts.eager); });
     const double apart = largest_loss_difference(losses, by_hand);
     std::cout << "after " << steps << " steps: loss " << losses.back() << " (" << ms / steps
               << " ms per step); largest relative difference from the hand-written backward "

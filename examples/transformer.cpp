@@ -35,6 +35,8 @@
 //   weights, bf16 products accumulated in float, bf16 attention probabilities), to the same
 //   loss threshold and the same collective budget (the gradients stay unreduced over "data"
 //   through the bf16 copies, for ZeRO's float reduce-scatter, as in the float run).
+//   --eager: run each training step op by op; by default it runs through ts::jit, as one
+//   program per device (ops/jit.hpp), with bitwise the same results.
 //
 // Every number printed but the timings is deterministic (fixed seeds; collectives sum in rank
 // order), so runs on the MPI backend can be compared with it.
@@ -51,6 +53,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -187,6 +190,7 @@ struct run_options {
   std::string save, resume, losses, check_losses;  // directories and files; empty: none
   std::size_t save_every = 0;                       // 0: after the last step only
   double tolerance = 0;                             // of --check-losses; 0: bitwise
+  bool eager = false;                               // --eager: op by op, not through ts::jit
 };
 
 // The names of the parameters in a checkpoint, in the order of params_t's leaves.
@@ -304,14 +308,25 @@ int train(const ts::device_mesh<Mesh>& mesh, const run_options& opt) {
   std::mt19937 data_rng(7);
   const std::size_t start =  // --resume: parameters, moments, step and data from a checkpoint
       opt.resume.empty() ? 0 : resume(opt.resume, mesh, params, adam, data_rng);
+  // One training step: jax.value_and_grad(loss)(params, batch) (grads is a tree of params'
+  // shape), then ZeRO-1 Adam per leaf (reduce-scatter over "data", update, all-gather) on a
+  // copy of the state: ts::jit runs the step once per device, as jax.jit compiles it.
+  const auto train_step = [&adam](const auto& p, const auto& st, const auto& in) {
+    auto [loss, grads] = ts::value_and_grad(tr::loss_fn<Bf16>{})(p, in);
+    auto state = st;
+    auto next = ts::adam_update(p, grads, state, adam.options);
+    return std::tuple(loss, grads, next, state);
+  };
+  const auto compiled = ts::jit(train_step);
   double last = 0;
   for (std::size_t s = start; s < steps; ++s) {
     const auto batch = tr::put_inputs(mesh, c, tr::make_batch(c, data_rng));
     std::optional<ts::communication_recorder> recorder;  // the first step's collectives
     if (s == start) recorder.emplace();
-    // jax.value_and_grad(loss)(params, batch): grads is a tree of params' shape
-    const auto [loss, grads] = ts::value_and_grad(tr::loss_fn<Bf16>{})(params, batch);
-    adam.update(params, grads);  // per leaf: reduce-scatter over "data", update, all-gather
+    auto [loss, grads, next, state] =  // as one program per device (ts::jit), or --eager
+        opt.eager ? train_step(params, adam.state, batch) : compiled(params, adam.state, batch);
+    params = std::move(next);
+    adam.state = std::move(state);
     // doc-snippet-end
     if (s == start) {
       if (start != 0) std::cout << "resumed from " << opt.resume << " at step " << start << "\n";
@@ -406,10 +421,13 @@ int main(int argc, char** argv) {
       opt.tolerance = std::stod(argv[++i]);
     } else if (arg == "--bf16") {
       bf16 = true;
+    } else if (arg == "--eager") {
+      opt.eager = true;
     } else {
       const bool help = arg == "--help" || arg == "-h";
       (help ? std::cout : std::cerr) << "usage: " << argv[0]
-                                     << " [--mesh 2x4|2x2] [--steps N] [--bf16] [--save DIR"
+                                     << " [--mesh 2x4|2x2] [--steps N] [--bf16] [--eager]"
+                                     << " [--save DIR"
                                      << " [--save-every N]] [--resume DIR] [--losses FILE]"
                                      << " [--check-losses FILE [--tolerance T]]\n";
       return help ? 0 : 2;

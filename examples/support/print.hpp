@@ -190,10 +190,12 @@ inline void section(std::string_view key, std::string_view title) {
 }
 
 // The command line every example accepts: --large runs the seeds' full sizes where the
-// default is smaller. `exit` is set when main should return at once with that code (--help,
+// default is smaller; --eager runs the training steps op by op instead of as one SPMD program
+// per device (ts::jit). `exit` is set when main should return at once with that code (--help,
 // an unknown argument).
 struct options {
   bool large = false;
+  bool eager = false;
   int exit = -1;
 };
 inline options parse_options(int argc, char** argv, std::string_view what_large_does) {
@@ -204,10 +206,15 @@ inline options parse_options(int argc, char** argv, std::string_view what_large_
       o.large = true;
       continue;
     }
+    if (arg == "--eager") {
+      o.eager = true;
+      continue;
+    }
     const bool help = arg == "--help" || arg == "-h";
     if (!help) std::cerr << argv[0] << ": unknown argument '" << arg << "'\n";
-    (help ? std::cout : std::cerr) << "usage: " << argv[0] << " [--large]\n  --large  "
-                                   << what_large_does << "\n";
+    (help ? std::cout : std::cerr) << "usage: " << argv[0] << " [--large] [--eager]\n  --large  "
+                                   << what_large_does
+                                   << "\n  --eager  train op by op, not through ts::jit\n";
     o.exit = help ? 0 : 2;
     return o;
   }

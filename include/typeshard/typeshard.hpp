@@ -24,6 +24,7 @@
 #include "ops/functions.hpp"
 #include "ops/indices.hpp"
 #include "ops/grad.hpp"
+#include "ops/jit.hpp"
 #include "ops/traced.hpp"
 #include "core/errors.hpp"
 #include "core/extents.hpp"

@@ -77,7 +77,9 @@ TYPESHARD_NOINLINE std::shared_ptr<const std::vector<buffer<T>>> share_blocks(
     std::vector<buffer<T>>&& blocks, std::size_t positions) {
   if (blocks.size() != positions)
     throw usage_error("typeshard: internal: expected one buffer per mesh position");
-  return std::make_shared<const std::vector<buffer<T>>>(std::move(blocks));
+  // A vector made non-const (shared as const), so that ts::jit may move the blocks out of
+  // an array it owns alone (ops/detail/jit_outputs.hpp).
+  return std::make_shared<std::vector<buffer<T>>>(std::move(blocks));
 }
 
 #if defined(TYPESHARD_SEPARATE_COMPILATION)

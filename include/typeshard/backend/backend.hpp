@@ -153,6 +153,19 @@ struct strided_pieces {
 // The "no peer" value of permute's send_to / recv_from (MPI_PROC_NULL).
 inline constexpr std::size_t no_peer = static_cast<std::size_t>(-1);
 
+namespace detail {
+// Told, on a device's thread, what that device of an SPMD program (backend::run_program)
+// runs: each part of a multi-device operation it runs (a local step) and how long it took.
+class program_listener {
+ public:
+  virtual void local_step(std::size_t device, double seconds) = 0;
+
+ protected:
+  ~program_listener() = default;
+};
+
+}  // namespace detail
+
 // backend: the interface typeshard's runtime talks to. Its public operations are
 // non-virtual: each checks its arguments once, here, for every backend (the devices of a
 // run exist and are distinct; a collective is called inside a run, by a device of its
@@ -202,6 +215,16 @@ class backend {
   // inside a body (usage_error).
   void run(std::span<const device_id> devices,
            detail::function_ref<void(std::size_t)> body);
+
+  // Runs program(d) once per device d, concurrently, as one SPMD program (ts::jit): each
+  // device sees the backend as an MPI rank sees its job and meets the others only in
+  // collectives; failures as run()'s, rethrown as thrown. Returns false, running nothing, on
+  // a backend without such a mode (MPI, whose ranks already run one program each) or when
+  // the caller already is one device's program. `listener` hears each device's local steps.
+  virtual bool run_program(detail::function_ref<void(std::size_t)> /*program*/,
+                           detail::program_listener* /*listener*/ = nullptr) {
+    return false;
+  }
 
   // ---- collectives: called inside a run() body by every member of `g` ------------------
   // Buffers are in elements of `t`; counts[j] is member j's piece per row. A backend may

@@ -53,6 +53,15 @@ inline void (*thread_start_hook)(std::size_t device) = nullptr;
 struct thread_device_context {
   thread_run* run = nullptr;
   std::size_t index = 0;  // position of this device in run->devices
+  // While the thread runs an SPMD program of this pool (run_program; run->devices are then
+  // all the pool's devices, so `index` is the device): the pool's operations started on it
+  // run their device's part inline, over `inner_devices` at `inner_index` while `inner`.
+  const void* program = nullptr;
+  program_listener* listener = nullptr;
+  std::span<const device_id> inner_devices;
+  std::size_t inner_index = 0;
+  bool inner = false;
+  std::vector<std::size_t> members;  // a collective's group, as positions in `run`
 };
 
 TYPESHARD_DEFERRED thread_device_context& current_thread_device();
@@ -82,8 +91,33 @@ class basic_cpu_devices final : public backend {
   ~basic_cpu_devices() override;
 
   std::size_t device_count() const override { return device_count_; }
-  bool is_addressable(device_id d) const override { return d < device_count_; }
+  // Inside an SPMD program (run_program) a device thread sees the pool as an MPI rank sees
+  // its job: its own device only, one process per device.
+  bool is_addressable(device_id d) const override {
+    const detail::thread_device_context& here = detail::current_thread_device();
+    return here.program == this ? d == here.index : d < device_count_;
+  }
+  std::size_t process_index() const override {
+    const detail::thread_device_context& here = detail::current_thread_device();
+    return here.program == this ? here.index : 0;
+  }
+  std::size_t process_count() const override {
+    return detail::current_thread_device().program == this ? device_count_ : 1;
+  }
   std::string_view platform() const override { return "cpu"; }
+
+  // Runs program(d) for every device d of the pool at once, each on its device's thread, as
+  // one SPMD program (ts::jit): each thread sees the pool as an MPI rank sees its job
+  // (is_addressable(d) for its own device only; each operation's run() calls the device's
+  // part inline, without waking another thread) and meets the others only in collectives,
+  // which keep every check and the deadlock detection of a run. If programs throw, the
+  // others are released from any collective they wait in, all are joined, and the first
+  // failure (by device, a device that failed on its own before one released because of it)
+  // is rethrown as it was thrown. Returns false, running nothing, when called from inside a
+  // program of this pool (the caller is already one device's program); usage_error from
+  // inside a run() body. `listener`, if any, hears each device's local steps.
+  bool run_program(detail::function_ref<void(std::size_t)> program,
+                   detail::program_listener* listener = nullptr) override;
   std::size_t concurrent_kernels() const { return kernel_slots_; }
 
   // A kernel of at least this many multiply-adds (about a millisecond of a core's float GEMM)
@@ -149,6 +183,10 @@ class basic_cpu_devices final : public backend {
   };
 
   void work(worker& w);
+  // Hands body(i) to the thread of devices[i] for every i and waits for all; failures as
+  // do_run reports them, or (as_thrown) as run_program does.
+  void start_and_join(std::span<const device_id> devices,
+                      detail::function_ref<void(std::size_t)> body, bool as_thrown);
   // Stops and joins the first `started` device threads.
   void stop_workers(std::size_t started) noexcept;
 
@@ -164,6 +202,7 @@ class basic_cpu_devices final : public backend {
   // thread refers to it for its whole life).
   std::size_t device_count_ = 0;
   std::unique_ptr<worker[]> workers_;
+  std::vector<device_id> all_devices_;  // 0 .. device_count_ - 1: run_program's devices
   std::mutex run_mutex_;
 
   // Kernel slots: a counter under a mutex (not std::counting_semaphore, whose futex waits

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -104,6 +105,27 @@ TYPESHARD_COLD inline void rethrow_first_failure(std::span<const device_id> devi
   }
 }
 
+// run_program's failure: the first device that failed on its own (else the first released
+// because of another's failure), rethrown as it was thrown.
+TYPESHARD_DEFERRED
+TYPESHARD_COLD inline void rethrow_first_program_failure(
+    std::span<const std::exception_ptr> failures) {
+  std::exception_ptr chosen;
+  for (const std::exception_ptr& f : failures) {
+    if (!f) continue;
+    if (!chosen) chosen = f;
+    try {
+      std::rethrow_exception(f);
+    } catch (const collective_aborted&) {
+      continue;
+    } catch (...) {
+      chosen = f;
+      break;
+    }
+  }
+  if (chosen) std::rethrow_exception(chosen);
+}
+
 // The cores this process may run on (its CPU affinity mask on Linux, so that `taskset -c 0`
 // or a container's CPU set counts), at least 1.
 TYPESHARD_DEFERRED
@@ -164,6 +186,8 @@ basic_cpu_devices<Unused>::basic_cpu_devices(std::size_t count,
          " (", e.what(), "): the process is at a limit on threads, processes or address space "
          "(ulimit -u, ulimit -v, a container's pids limit); ask for fewer devices"}));
   }
+  all_devices_.resize(count);
+  for (std::size_t d = 0; d < count; ++d) all_devices_[d] = d;
   device_count_ = count;
 }
 
@@ -192,6 +216,9 @@ template <class Unused>
 backend::body_position basic_cpu_devices<Unused>::current_body() const {
   const detail::thread_device_context& here = detail::current_thread_device();
   if (here.run == nullptr) return {};
+  if (here.program == this)  // an SPMD program: inside the operation it runs inline, if any
+    return here.inner ? body_position{true, here.inner_devices.size(), here.inner_index}
+                      : body_position{};
   return {true, here.run->devices.size(), here.index};
 }
 
@@ -372,7 +399,9 @@ struct thread_job {
 // for do_run to report, and releases the peers waiting for this device in a collective.
 TYPESHARD_DEFERRED
 inline void run_job(thread_job& job, std::size_t index) noexcept {
-  current_thread_device() = {&job.state, index};
+  thread_device_context& here = current_thread_device();
+  here.run = &job.state;
+  here.index = index;
   current_call_site() = job.site;
   try {
     job.body(index);
@@ -381,7 +410,8 @@ inline void run_job(thread_job& job, std::size_t index) noexcept {
     job.state.abort();
   }
   job.state.finished();
-  current_thread_device() = {};
+  here.run = nullptr;
+  here.index = 0;
   current_call_site() = nullptr;
   std::lock_guard lock(job.done_mutex);
   if (--job.remaining == 0) job.done.notify_one();
@@ -392,10 +422,45 @@ inline void run_job(thread_job& job, std::size_t index) noexcept {
 template <class Unused>
 void basic_cpu_devices<Unused>::do_run(std::span<const device_id> devices,
                                        detail::function_ref<void(std::size_t)> body) {
+  detail::thread_device_context& here = detail::current_thread_device();
+  if (here.program == this) {  // one device of an SPMD program: its part, here and now
+    std::size_t mine = devices.size();
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      if (devices[i] == here.index) mine = i;
+    if (mine == devices.size()) return;  // this device takes no part
+    here.inner_devices = devices;
+    here.inner_index = mine;
+    here.inner = true;
+    std::chrono::steady_clock::time_point start;
+    if (here.listener != nullptr) start = std::chrono::steady_clock::now();
+    std::exception_ptr failed;
+    try {
+      body(mine);
+    } catch (const collective_aborted&) {
+      here.inner = false;  // another device failed: its failure is the program's
+      throw;
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    here.inner = false;
+    if (failed)  // as a run reports it: a device_error naming the device
+      detail::rethrow_first_failure(devices.subspan(mine, 1), {&failed, 1});
+    if (here.listener != nullptr)
+      here.listener->local_step(
+          here.index,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return;
+  }
   std::lock_guard operation(run_mutex_);  // one multi-device operation at a time
+  start_and_join(devices, body, false);
+}
 
+template <class Unused>
+void basic_cpu_devices<Unused>::start_and_join(std::span<const device_id> devices,
+                                               detail::function_ref<void(std::size_t)> body,
+                                               bool as_thrown) {
   // Everything that may allocate (and so throw) is made before any device starts: once one
-  // runs, do_run must not leave before all have finished, for they use the job.
+  // runs, this must not return before all have finished, for they use the job.
   detail::thread_job job(devices, body);
   for (std::size_t i = 0; i < devices.size(); ++i) {
     worker& w = workers_[devices[i]];
@@ -414,7 +479,38 @@ void basic_cpu_devices<Unused>::do_run(std::span<const device_id> devices,
     std::unique_lock lock(job.done_mutex);
     job.done.wait(lock, [&] { return job.remaining == 0; });
   }
-  detail::rethrow_first_failure(devices, {job.failures.get(), devices.size()});
+  if (as_thrown)
+    detail::rethrow_first_program_failure({job.failures.get(), devices.size()});
+  else
+    detail::rethrow_first_failure(devices, {job.failures.get(), devices.size()});
+}
+
+template <class Unused>
+bool basic_cpu_devices<Unused>::run_program(detail::function_ref<void(std::size_t)> program,
+                                            detail::program_listener* listener) {
+  detail::thread_device_context& caller = detail::current_thread_device();
+  if (caller.program == this) return false;  // already one device's program
+  if (current_body().inside)
+    throw usage_error(
+        "typeshard: an SPMD program (ts::jit) was started from inside a per-device function; "
+        "call the compiled function outside ts::shard_map and run() bodies");
+  std::lock_guard operation(run_mutex_);
+  const auto each = [&](std::size_t d) {
+    detail::thread_device_context& here = detail::current_thread_device();
+    here.program = this;
+    here.listener = listener;
+    struct leave {
+      detail::thread_device_context& c;
+      ~leave() {
+        c.program = nullptr;
+        c.listener = nullptr;
+        c.inner = false;
+      }
+    } left{here};
+    program(d);
+  };
+  start_and_join(all_devices_, each, true);
+  return true;
 }
 
 namespace detail {
@@ -504,8 +600,16 @@ void basic_cpu_devices<Unused>::collective(
     const collective_group& g, std::uint64_t signature, const void* send, void* recv,
     send_info info, detail::function_ref<void(std::span<const detail::thread_call>)> work) {
   // backend::check_group has checked that the caller is a member running in this run.
-  detail::thread_run& run = *detail::current_thread_device().run;
-  detail::thread_group& grp = run.group(g.members);
+  detail::thread_device_context& here = detail::current_thread_device();
+  detail::thread_run& run = *here.run;
+  std::span<const std::size_t> members = g.members;
+  if (here.program == this) {  // an SPMD program: the operation's positions as the program's
+    here.members.resize(members.size());
+    for (std::size_t j = 0; j < members.size(); ++j)
+      here.members[j] = here.inner_devices[members[j]];
+    members = here.members;
+  }
+  detail::thread_group& grp = run.group(members);
   grp.calls[g.rank] = {send,      recv, signature, info.peer, info.count,
                        info.kind, &g,   detail::current_call_site()};
   run.arrive_and_wait(grp, true, g.rank);
