@@ -253,7 +253,8 @@ constexpr step_array<Rank, 2> reduce_prefix(reduction op, const spec_array<Rank>
   while (first + 1 < Rank && !mask[first]) ++first;
   const bool linear = op == reduction::sum || op == reduction::mean;
   out.push(step<Rank>{step_kind::local_reduce, step_operand::array, first, first, partial, local,
-                      linear ? join_axes(unreduced, partial) : partial});
+                      linear ? join_axes(unreduced, partial) : partial, local_op::reduce, op,
+                      mask});
   if (!linear && partial.count != 0)
     out.push(step<Rank>{op == reduction::max ? step_kind::pmax : step_kind::pmin,
                         step_operand::array, first, first, partial, local, dim_spec{}});
