@@ -85,7 +85,7 @@ std::vector<buffer<C>> run_einsum_on(const einsum_equation& eq, const einsum_cho
     device_state<T, R, C> st;
     st.in[lhs] = operand_block<T, R>(a_blocks[p].data(), c.lhs, a_global);
     st.in[rhs] = operand_block<T, R>(b_blocks[p].data(), c.rhs, b_global);
-    run_steps<T, R, C>(bk, mv, p, steps, st, payloads);
+    run_steps<T, R, C, contraction_kernels>(bk, mv, p, steps, st, payloads);
     take_slices<C, R>(mv, p, st.out);
     out[p] = std::move(st.out.owned);
   });

@@ -159,8 +159,8 @@ auto layer_norm(const X& a, layer_norm_accumulator<typename X::value_type> eps,
         operand_block<T, R>& x = st.in[static_cast<std::size_t>(step_operand::array)];
         x = operand_block<T, R>(a.local_data(p).data(),
                                 spec_array_of<typename plan::out_spec, R>(), a.extents());
-        run_steps<T, R>(b, mesh_value_of<Mesh>(), p, std::span<const step<R>>(plan::steps), st,
-                        payloads);
+        run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p,
+                                           std::span<const step<R>>(plan::steps), st, payloads);
         out[p] = std::move(x.owned);
         if (stats) {
           buffer<A> r(st.rows.rows());
@@ -193,8 +193,8 @@ G layer_norm_backward(const G& g, const G& y,
                               spec_array_of<typename plan::out_spec, R>(), g.extents());
       st.rows.y = y.local_data(p).data();
       st.rows.rstd = (*rstd)[p].data();
-      run_steps<T, R>(b, mesh_value_of<Mesh>(), p,
-                      std::span<const step<R>>(plan::backward_steps), st);
+      run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p,
+                                         std::span<const step<R>>(plan::backward_steps), st);
       out[p] = std::move(x.owned);
     });
   }

@@ -61,7 +61,8 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> reduce_blocks_on(
   const std::span<const step<Rank>> steps = even ? even_steps : uneven_steps;
   std::vector<buffer<T>> out(mv.size);
   b.run(devices, [&](std::size_t p) {
-    out[p] = run_steps_on<T, Rank>(b, mv, p, in[p].data(), global, in_spec, steps);
+    out[p] = run_steps_on<T, Rank, reduction_kernels>(b, mv, p, in[p].data(), global, in_spec,
+                                                      steps);
   });
   return out;
 }

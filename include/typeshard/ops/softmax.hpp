@@ -56,7 +56,8 @@ auto softmax(const A& a) {
       operand_block<T, R>& x = st.in[static_cast<std::size_t>(step_operand::array)];
       x = operand_block<T, R>(a.local_data(p).data(),
                               spec_array_of<typename plan::out_spec, R>(), a.extents());
-      run_steps<T, R>(b, mesh_value_of<Mesh>(), p, std::span<const step<R>>(plan::steps), st);
+      run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p,
+                                         std::span<const step<R>>(plan::steps), st);
       out[p] = std::move(x.owned);
     });
     return result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));

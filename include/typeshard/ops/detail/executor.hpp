@@ -14,7 +14,8 @@
 // interprets its own plan. Not a template of the plan (its steps arrive as values) nor of the
 // mesh (a value, core/detail/mesh_value.hpp), so a program with many plans and meshes
 // instantiates it once per element type and rank (and result element type: an einsum of
-// bfloat16 operands may write float).
+// bfloat16 operands may write float), and per set of kernel families its caller's plans may
+// name (kernel_families: a reshard's none, so a program that only reshards compiles no GEMM).
 #pragma once
 
 #include <array>
@@ -31,6 +32,7 @@
 #include "../../backend/backend.hpp"
 #include "../../core/bfloat16.hpp"
 #include "../../core/detail/mesh_group.hpp"
+#include "../../core/detail/message.hpp"
 #include "../../core/detail/mesh_value.hpp"
 #include "../../core/errors.hpp"
 #include "../../core/layout.hpp"
@@ -54,8 +56,20 @@ struct step_payloads {
   std::span<const double> scalars{};
 };
 
+// The kernel families a run may meet, by its plan's local steps: a run instantiates only
+// those (a reshard's none), so a program that only reshards never compiles a GEMM. A step of a
+// family the run was not built for is an internal error.
+enum kernel_families : unsigned {
+  no_kernels = 0,
+  contraction_kernels = 1,  // local_gemm (einsum, matmul)
+  reduction_kernels = 2,    // local_reduce with local_op::reduce (sum, mean, max, min)
+  row_op_kernels = 4        // the row kernels (softmax, log_softmax, layer_norm)
+};
+
 // One device's blocks while a plan runs: the operands (by step_operand: array, lhs, rhs) in T,
 // the product and the result's steps (`out`) in C, a row operation's state (`stats`).
+inline constexpr std::size_t array_operand = static_cast<std::size_t>(step_operand::array);
+
 template <class T, std::size_t Rank, class C = T>
 struct device_state {
   std::array<operand_block<T, Rank>, 3> in;
@@ -164,10 +178,46 @@ void run_stats_collective(backend& b, const mesh_value& mv, std::size_t p, const
   b.all_reduce(backend_group(g), element_type_of<A>, op, first, first, count);
 }
 
+// A row kernel step (steps[i]) on the array's block x: with the steps of the same row
+// operation that follow it with no collective between (layer_norm's), fused, each row whole
+// at once. Returns the index of the last step it ran.
+template <class T, std::size_t Rank>
+std::size_t run_row_step(const mesh_value& m, std::size_t p, std::span<const step<Rank>> steps,
+                         std::size_t i, operand_block<T, Rank>& x, row_state<T>& rows,
+                         const step_payloads& pl) {
+  const step<Rank>& s = steps[i];
+  take_slices<T, Rank>(m, p, x);
+  const auto is = [&](std::size_t k, local_op op) {
+    return i + k < steps.size() && steps[i + k].op == op;
+  };
+  const std::size_t fused = s.op == local_op::row_sum && is(1, local_op::row_sq_dev_sum) &&
+                                    is(2, local_op::layer_norm_normalize)
+                                ? 2
+                            : s.op == local_op::layer_norm_grad_sums &&
+                                    is(1, local_op::layer_norm_grad)
+                                ? 1
+                                : 0;
+  const step<Rank>& last = steps[i + fused];
+  const double eps = last.op == local_op::layer_norm_normalize && last.payload < pl.scalars.size()
+                         ? pl.scalars[last.payload]
+                         : 0.0;
+  run_row_kernel<T, Rank>(s.op, fused != 0, x.data, local_shape_of(m, x.held, x.global, p),
+                          s.dim, x.global[s.dim], eps, rows);
+  if (last.kind == step_kind::local_elementwise) x.adopt(std::move(rows.out), last.spec_after);
+  return i + fused;
+}
+
+[[noreturn]] inline void throw_kernel_not_built(local_op op) {
+  throw usage_error(message({"typeshard: internal: a run met a local step (op ",
+                             static_cast<unsigned>(op), ") of a kernel family it was not built "
+                             "for (kernel_families)"}));
+}
+
 // Runs `steps` at position p on device state st, each by its kind and payload; pl holds what
-// local steps name. A row operation's steps with no collective between them run fused, each
-// row whole at once (layer_norm's forward and backward).
-template <class T, std::size_t Rank, class C = T>
+// local steps name; Kernels: the kernel families the steps may name. A row operation's steps
+// with no collective between them run fused, each row whole at once (layer_norm's forward and
+// backward).
+template <class T, std::size_t Rank, class C = T, unsigned Kernels = no_kernels>
 void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const step<Rank>> steps,
                device_state<T, Rank, C>& st, const step_payloads& pl = {}) {
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -184,46 +234,37 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
           run_step<T, Rank>(b, m, p, s, st.in[static_cast<std::size_t>(s.operand)]);
         break;
       case local_op::contract:
-        run_contraction<T, Rank, C>(b, m, p, s, st, pl);
+        if constexpr ((Kernels & contraction_kernels) != 0)
+          run_contraction<T, Rank, C>(b, m, p, s, st, pl);
+        else
+          throw_kernel_not_built(s.op);
         break;
       case local_op::reduce:
-        run_reduction<T, Rank>(m, p, s, st.in[static_cast<std::size_t>(step_operand::array)]);
+        if constexpr ((Kernels & reduction_kernels) != 0)
+          run_reduction<T, Rank>(m, p, s, st.in[static_cast<std::size_t>(step_operand::array)]);
+        else
+          throw_kernel_not_built(s.op);
         break;
-      default: {  // a row kernel on the array's block
-        operand_block<T, Rank>& x = st.in[static_cast<std::size_t>(step_operand::array)];
-        take_slices<T, Rank>(m, p, x);
-        const auto is = [&](std::size_t k, local_op op) {
-          return i + k < steps.size() && steps[i + k].op == op;
-        };
-        const bool fused =
-            (s.op == local_op::row_sum && is(1, local_op::row_sq_dev_sum) &&
-             is(2, local_op::layer_norm_normalize)) ||
-            (s.op == local_op::layer_norm_grad_sums && is(1, local_op::layer_norm_grad));
-        const step<Rank>& last = fused ? steps[i + (s.op == local_op::row_sum ? 2 : 1)] : s;
-        const double eps = last.op == local_op::layer_norm_normalize && !pl.scalars.empty()
-                               ? pl.scalars[last.payload]
-                               : 0.0;
-        run_row_kernel<T, Rank>(s.op, fused, x.data, local_shape_of(m, x.held, x.global, p),
-                                s.dim, x.global[s.dim], eps, st.rows);
-        if (fused) i += s.op == local_op::row_sum ? 2 : 1;
-        if (last.kind == step_kind::local_elementwise)
-          x.adopt(std::move(st.rows.out), last.spec_after);
+      default:  // a row kernel on the array's block
+        if constexpr ((Kernels & row_op_kernels) != 0)
+          i = run_row_step<T, Rank>(m, p, steps, i, st.in[array_operand], st.rows, pl);
+        else
+          throw_kernel_not_built(s.op);
         break;
-      }
     }
   }
 }
 
-// Runs the steps of one array (a reshard, a reduction) on the block of mesh position p
-// (shape from `from`), returning p's new block.
-template <class T, std::size_t Rank>
+// Runs the steps of one array (a reshard; with Kernels = reduction_kernels a reduction) on
+// the block of mesh position p (shape from `from`), returning p's new block.
+template <class T, std::size_t Rank, unsigned Kernels = no_kernels>
 buffer<T> run_steps_on(backend& b, const mesh_value& m, std::size_t p, const T* in,
                        const shape<Rank>& global, const spec_array<Rank>& from,
                        std::span<const step<Rank>> steps) {
   device_state<T, Rank> st;
   operand_block<T, Rank>& x = st.in[static_cast<std::size_t>(step_operand::array)];
   x = operand_block<T, Rank>(in, from, global);
-  run_steps<T, Rank>(b, m, p, steps, st);
+  run_steps<T, Rank, T, Kernels>(b, m, p, steps, st);
   take_slices<T, Rank>(m, p, x);
   return std::move(x.owned);
 }
@@ -239,9 +280,9 @@ buffer<T> run_steps_on(backend& b, std::size_t p, const T* in, const shape<Rank>
 // With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
 #define TYPESHARD_EXECUTOR_INSTANCE(prefix, T, R)                                              \
   TYPESHARD_OPERAND_STEPS_INSTANCE(prefix, T, R)                                               \
-  prefix void run_steps<T, R, T>(backend&, const mesh_value&, std::size_t,                    \
-                                 std::span<const step<R>>, device_state<T, R, T>&,             \
-                                 const step_payloads&);                                        \
+  prefix void run_steps<T, R, T, no_kernels>(backend&, const mesh_value&, std::size_t,        \
+                                             std::span<const step<R>>,                         \
+                                             device_state<T, R, T>&, const step_payloads&);    \
   prefix buffer<T> run_steps_on<T, R>(backend&, const mesh_value&, std::size_t, const T*,     \
                                       const shape<R>&, const spec_array<R>&,                   \
                                       std::span<const step<R>>);
