@@ -7,8 +7,9 @@
 //
 // Every plan (reshard, einsum, matmul, reduce, softmax, layer_norm, dims, slice) lists its
 // collectives, local slices and local compute as ts::step values; one executor
-// (ops/detail/executor.hpp) runs exactly those values, so a plan printed or checked at compile
-// time and the steps run at run time cannot disagree. A step names its operand (a matmul
+// (ops/detail/executor.hpp) runs exactly those values (a slice plan's window step is copied by
+// ops/detail/slice_blocks.hpp), so a plan printed or checked at compile time and the steps run
+// at run time cannot disagree. A step names its operand (a matmul
 // has three), what it does, over which mesh axes, and the sharding it leaves behind; a local
 // step also names its kernel and that kernel's arguments (`op`, `reduce`, `over`, `payload`),
 // as values, so the executor dispatches on the step alone.
