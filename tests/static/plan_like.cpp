@@ -43,6 +43,26 @@ static_assert(ts::plan_like<softmax> && ts::plan_like<log_softmax> && ts::plan_l
 static_assert(ts::plan_like<permute> && ts::plan_like<split> && ts::plan_like<merge>);
 static_assert(!ts::plan_like<int> && !ts::plan_like<X>);
 
+// ---- the steps for given extents -----------------------------------------------------------
+// A reshard: the even steps, or the uneven ones for extents its shardings do not divide.
+static_assert(reshard::steps_for({8, 8}).size() == reshard::even_steps.size());
+static_assert(reshard::steps_for({7, 8}).size() == reshard::uneven_steps.size() &&
+              reshard::steps_for({7, 8})[0].kind != kind::all_to_all);
+// A reduction (dynamic extents) picks by the extents it is given.
+static_assert(sum_dyn::steps_for({8, 8}).size() == sum_dyn::even_steps.size() &&
+              sum_dyn::steps_for({8, 8})[0].op == op::reduce);
+// A contraction: the steps for both operands' extents, the product among them.
+constexpr bool names_product(const auto& list) {
+  for (const auto& s : list)
+    if (s.kind == kind::local_gemm && s.op == op::contract) return true;
+  return false;
+}
+static_assert(names_product(einsum::steps_for({8, 16}, {16, 4})));
+static_assert(names_product(matmul::steps_for({8, 16}, {16, 4})));
+static_assert(softmax::steps_for({8, 16}).size() == softmax::steps.size());
+static_assert(layer_norm::steps_for({6, 2}).size() == layer_norm::steps.size());
+static_assert(permute::steps_for(ts::shape<2>{8, 16}).empty());
+
 // ---- the data moved ------------------------------------------------------------------------
 // reshard: an all_to_all over x of a 4x8 block: half of it received (16 elements).
 static_assert(reshard::communicates && reshard::collectives == 1);

@@ -111,6 +111,11 @@ struct layer_norm_plan : detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced
   static constexpr bool communicates = collectives != 0;
   static constexpr std::size_t bytes_per_device = base::bytes_of(steps);
 
+  // The steps for given extents: the same whatever they are.
+  static constexpr std::span<const step<base::rank>> steps_for(const shape<base::rank>&) {
+    return std::span<const step<base::rank>>(steps);
+  }
+
   static std::string describe() { return detail::describe_calls(steps); }
   static std::string describe_backward() { return detail::describe_calls(backward_steps); }
 };

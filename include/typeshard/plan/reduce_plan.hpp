@@ -401,6 +401,18 @@ struct reduce_plan {
       return local_steps;
   }();
 
+  // The steps for given input extents: even_steps when the kept extents divide evenly by the
+  // local and the output sharding, else uneven_steps (what the run picks).
+  static constexpr std::span<const step<rank>> steps_for(const shape<rank>& global) {
+    shape<rank> kept = global;
+    for (std::size_t d = 0; d < rank; ++d)
+      if (reduced[d]) kept[d] = 1;
+    if (detail::is_even<Mesh>(detail::spec_array_of<local_spec, rank>(), kept) &&
+        detail::is_even<Mesh>(detail::spec_array_of<keep_spec, rank>(), kept))
+      return std::span<const step<rank>>(even_steps);
+    return std::span<const step<rank>>(uneven_steps);
+  }
+
   // How many collectives run, and whether any may (for dynamic extents: in either variant).
   static constexpr std::size_t collectives = detail::count_collectives(steps);
   static constexpr bool communicates = detail::count_collectives(even_steps) != 0 ||

@@ -182,6 +182,14 @@ struct reshard_plan {
                                            : detail::any_communicates(even_steps) ||
                                                  detail::any_communicates(uneven_steps);
 
+  // The steps for given extents: even_steps when both shardings divide them evenly, else
+  // uneven_steps (what ts::reshard runs).
+  static constexpr std::span<const step_type> steps_for(const shape<rank>& global) {
+    if (detail::is_even<Mesh>(from_, global) && detail::is_even<Mesh>(to_, global))
+      return std::span<const step_type>(even_steps);
+    return std::span<const step_type>(uneven_steps);
+  }
+
   // How many collectives `steps` runs, and the elements one device receives by them with
   // static extents (0 when an extent is dynamic); a reshard plan knows no element type:
   // bytes are elements_per_device times the element's size (ts::bytes_per_device_of).

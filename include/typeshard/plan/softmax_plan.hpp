@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -158,6 +159,11 @@ struct softmax_plan : detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, D
   static constexpr std::size_t collectives = detail::count_collectives(steps);
   static constexpr bool communicates = collectives != 0;
   static constexpr std::size_t bytes_per_device = base::bytes_of(steps);
+
+  // The steps for given extents: the same whatever they are.
+  static constexpr std::span<const step<base::rank>> steps_for(const shape<base::rank>&) {
+    return std::span<const step<base::rank>>(steps);
+  }
 
   static std::string describe() { return detail::describe_calls(steps); }
 };

@@ -228,6 +228,8 @@ struct step_array {
   std::array<step<Rank>, Capacity> steps{};
   std::size_t count = 0;
   constexpr void push(const step<Rank>& s) { steps[count++] = s; }
+  constexpr const step<Rank>* begin() const { return steps.data(); }
+  constexpr const step<Rank>* end() const { return steps.data() + count; }
 };
 
 // How many of a plan's steps are collectives (a plan's `collectives` member).

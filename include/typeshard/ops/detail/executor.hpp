@@ -305,13 +305,10 @@ std::span<const step<Rank>> steps_for_extents(const shape<Rank>& global,
   return is_even<Mesh>(from, global) && is_even<Mesh>(to, global) ? even_steps : uneven_steps;
 }
 
-// The same for reshard plan Plan.
+// The same for reshard plan Plan: its steps_for.
 template <class Plan, class Mesh, std::size_t Rank>
 std::span<const step<Rank>> reshard_steps_for(const shape<Rank>& global) {
-  return steps_for_extents<Mesh, Rank>(global, spec_array_of<typename Plan::from_spec, Rank>(),
-                                       spec_array_of<typename Plan::to_spec, Rank>(),
-                                       std::span<const step<Rank>>(Plan::even_steps),
-                                       std::span<const step<Rank>>(Plan::uneven_steps));
+  return Plan::steps_for(global);
 }
 
 // Runs `steps` on the devices of a mesh (`devices`, by mesh position, on backend `b`);
