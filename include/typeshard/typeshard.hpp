@@ -38,6 +38,7 @@
 #include "plan/grad_plan.hpp"
 #include "plan/dims_plan.hpp"
 #include "plan/matmul_plan.hpp"
+#include "plan/plan_like.hpp"
 #include "ops/reduce.hpp"
 #include "plan/reduce_plan.hpp"
 #include "core/mesh.hpp"

@@ -58,8 +58,9 @@ namespace detail {
 
 // Runs an einsum plan on the devices of a mesh (`devices`, by mesh position, on backend
 // `bk`); returns the result's blocks by mesh position (laid out by c.out, unreduced over
-// c.out_unreduced). Shapes are padded to the plan rank R with 1s. The operands' steps run in
-// T, the local product writes C (T, or float for bfloat16 operands: einsum's
+// c.out_unreduced). Shapes are padded to the plan rank R with 1s. The one executor runs the
+// plan's steps, the local product (step `local_gemm`, contraction 0: `eq`) among them: the
+// operands' steps run in T, the product writes C (T, or float for bfloat16 operands: einsum's
 // preferred_element), the result's steps run in C. One instantiation per (T, R, C), whatever
 // the mesh (a value, core/detail/mesh_value.hpp), compiled once in typeshard::runtime for the
 // common ones: the equation and the plan are values, so tests can run plans chosen at run
@@ -72,48 +73,21 @@ std::vector<buffer<C>> run_einsum_on(const einsum_equation& eq, const einsum_cho
                                      const shape<R>& a_global,
                                      const std::vector<std::span<const T>>& b_blocks,
                                      const shape<R>& b_global) {
-  using block = operand_block<T, R>;
   constexpr auto lhs = static_cast<std::size_t>(step_operand::lhs);
   constexpr auto rhs = static_cast<std::size_t>(step_operand::rhs);
-  const einsum_shapes<R> sh{a_global, b_global, sizeof(T)};
-  const shape<R> c_global = einsum_out_shape(eq, sh);
-  const einsum_step_list<R> list = einsum_steps_of(mv, eq, c, sh);
-  const product_steps<R> steps = split_at_product(steps_span(list));
+  const einsum_step_list<R> list =
+      einsum_steps_of(mv, eq, c, einsum_shapes<R>{a_global, b_global, sizeof(T)});
+  const std::span<const step<R>> steps = steps_span(list);
+  const step_payloads payloads{std::span<const einsum_equation>(&eq, 1), {}};  // contraction 0
 
   std::vector<buffer<C>> out(mv.size);
   bk.run(devices, [&](std::size_t p) {
-    std::array<block, 4> x;
-    x[lhs] = block(a_blocks[p].data(), c.lhs, a_global);
-    x[rhs] = block(b_blocks[p].data(), c.rhs, b_global);
-    run_steps<T, R>(bk, mv, p, steps.before, std::span<block>(x), [](auto) {});
-    const shape<R> c_loc = local_shape_of(mv, c.local, c_global, p);
-    buffer<C> c0(host_tensor<C, R>::element_count(c_loc));
-    {
-      // Where an operand's wanted block starts in the block it holds (a pending slice).
-      auto origin = [&](const block& o) {
-        const index_slices<R> want = index_of(mv, o.spec, o.global, p);
-        const index_slices<R> have = index_of(mv, o.held, o.global, p);
-        shape<R> s{};
-        for (std::size_t d = 0; d < R; ++d) s[d] = want[d].start - have[d].start;
-        return s;
-      };
-      const block& a = x[lhs];
-      const block& b = x[rhs];
-      const shape<R> a_want = local_shape_of(mv, a.spec, a.global, p);
-      const shape<R> b_want = local_shape_of(mv, b.spec, b.global, p);
-      // The product's multiply-adds: every letter's local extent once (lhs's letters, then
-      // the letters only rhs has).
-      std::size_t multiply_adds = host_tensor<T, R>::element_count(a_want);
-      for (std::size_t r = 0; r < eq.rhs_rank; ++r)
-        if (!eq.in_lhs(eq.rhs[r])) multiply_adds *= b_want[r];
-      const backend::kernel_slot slot = bk.acquire_kernel_slot(multiply_adds);
-      local_einsum<T, R, C>(eq, a.data, local_shape_of(mv, a.held, a.global, p), origin(a),
-                            a_want, b.data, local_shape_of(mv, b.held, b.global, p), origin(b),
-                            b_want, c0.data(), c_loc);
-    }
-    x[lhs] = block{};  // free the gathered operands before the result's collectives
-    x[rhs] = block{};
-    out[p] = run_result_steps<C, R>(bk, mv, p, steps.after, std::move(c0), c.local, c_global);
+    device_state<T, R, C> st;
+    st.in[lhs] = operand_block<T, R>(a_blocks[p].data(), c.lhs, a_global);
+    st.in[rhs] = operand_block<T, R>(b_blocks[p].data(), c.rhs, b_global);
+    run_steps<T, R, C, contraction_kernels>(bk, mv, p, steps, st, payloads);
+    take_slices<C, R>(mv, p, st.out);
+    out[p] = std::move(st.out.owned);
   });
   return out;
 }

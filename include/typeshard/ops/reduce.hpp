@@ -37,142 +37,35 @@
 #include "../kernels/functors.hpp"
 #include "../plan/reduce_plan.hpp"
 #include "detail/executor.hpp"
+#include "detail/reduce_kernel.hpp"
 
 namespace typeshard {
 
 namespace detail {
 
-// The identity of a reduction: what an empty block (uneven shards) contributes.
-template <class T>
-constexpr T reduce_identity(reduction op) {
-  if (op == reduction::max)
-    return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                : std::numeric_limits<T>::lowest();
-  if (op == reduction::min)
-    return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
-                                                : std::numeric_limits<T>::max();
-  return T{};
-}
-
-// out[j] = f(out[j], in[i]) for every element i of a row-major block of shape `s`, j its
-// index with the masked dimensions dropped. The innermost dimension runs as a plain loop
-// (a running value when it is reduced, a vector update when it is not).
-template <class T, std::size_t Rank, class F>
-void reduce_block_rows(const T* in, const shape<Rank>& s, const std::array<bool, Rank>& mask,
-                       T* out, F f) {
-  std::array<std::size_t, Rank> stride{};
-  std::size_t st = 1;
-  std::size_t n = 1;
-  for (std::size_t d = Rank; d-- > 0;) {
-    stride[d] = mask[d] ? 0 : st;
-    if (!mask[d]) st *= s[d];
-    n *= s[d];
-  }
-  if (n == 0) return;
-  const std::size_t len = s[Rank - 1];
-  const std::size_t inner = stride[Rank - 1];
-  std::array<std::size_t, Rank> idx{};
-  std::size_t o = 0;
-  for (std::size_t i = 0; i < n; i += len) {
-    if (inner == 0) {
-      T acc = out[o];
-      for (std::size_t k = 0; k < len; ++k) acc = f(acc, in[i + k]);
-      out[o] = acc;
-    } else {
-      for (std::size_t k = 0; k < len; ++k) out[o + k] = f(out[o + k], in[i + k]);
-    }
-    for (std::size_t d = Rank - 1; d-- > 0;) {
-      o += stride[d];
-      if (++idx[d] < s[d]) break;
-      o -= stride[d] * s[d];
-      idx[d] = 0;
-    }
-  }
-}
-
-// reduce_block at any rank (a rank-0 block is its one element).
-template <class T, std::size_t Rank, class F>
-void reduce_block(const T* in, const shape<Rank>& s, const std::array<bool, Rank>& mask, T* out,
-                  F f) {
-  if constexpr (Rank == 0) {  // a rank-0 block: its one element
-    (void)s, (void)mask;
-    *out = f(*out, *in);
-  } else {
-    reduce_block_rows(in, s, mask, out, f);
-  }
-}
-
-// The local_reduce step on one device's block: the block of the result (reduced dimensions
-// extent 1) as a new buffer; mean's partial sums scaled by 1 / count.
-template <class T, std::size_t Rank>
-buffer<T> local_reduce(reduction op, std::span<const T> in, const shape<Rank>& s,
-                       const std::array<bool, Rank>& mask, double count) {
-  if constexpr (std::is_same_v<T, bfloat16>) {  // accumulated in float, rounded once
-    const std::vector<float> wide(in.begin(), in.end());
-    const buffer<float> r = local_reduce<float, Rank>(op, wide, s, mask, count);
-    buffer<T> out(r.size());
-    for (std::size_t i = 0; i < r.size(); ++i) out.data()[i] = bfloat16(r.data()[i]);
-    return out;
-  }
-  std::size_t n = 1;
-  for (std::size_t d = 0; d < Rank; ++d) n *= mask[d] ? 1 : s[d];
-  buffer<T> out(n);
-  T* o = out.data();
-  for (std::size_t i = 0; i < n; ++i) o[i] = reduce_identity<T>(op);
-  switch (op) {
-    case reduction::sum:
-    case reduction::mean:
-      reduce_block(in.data(), s, mask, o, fn::plus);
-      break;
-    case reduction::max:
-      reduce_block(in.data(), s, mask, o, fn::maximum);
-      break;
-    case reduction::min:
-      reduce_block(in.data(), s, mask, o, fn::minimum);
-      break;
-  }
-  if constexpr (std::is_floating_point_v<T>)
-    if (op == reduction::mean) {
-      const T scale = static_cast<T>(1.0 / count);
-      for (std::size_t i = 0; i < n; ++i) o[i] *= scale;
-    }
-  return out;
-}
-
 // Runs a reduce plan on the blocks `in` of an array sharded by `in_spec` (extents `global`)
 // on the devices of a mesh (`devices`, by mesh position, on backend `b`), the plan given as
-// values: each device reduces its block (op over the dimensions of `reduced`, mean by the
-// global count) into `local`, then walks the rest of the plan's steps for the evenness of
-// the kept extents (collectives, slices) in the one executor. Sets `kept_global` (the
-// reduced dimensions at extent 1). A template of the element type and rank only, whatever
-// the plan and the mesh, so a program's reductions share it and typeshard::runtime compiles
-// the common ones once.
+// values: the one executor runs every step on each device, the local reduction (the step
+// names its reduction and dimensions) and the collectives and slices after it, for the
+// evenness of the kept extents. Sets `kept_global` (the `reduced` dimensions at extent 1).
+// A template of the element type and rank only, whatever the plan and the mesh, so a
+// program's reductions share it and typeshard::runtime compiles the common ones once.
 template <class T, std::size_t Rank>
 TYPESHARD_NOINLINE std::vector<buffer<T>> reduce_blocks_on(
-    backend& b, std::span<const device_id> devices, const mesh_value& mv, reduction op,
+    backend& b, std::span<const device_id> devices, const mesh_value& mv, reduction /*op*/,
     const std::array<bool, Rank>& reduced, const std::vector<buffer<T>>& in,
     const spec_array<Rank>& in_spec, const shape<Rank>& global, const spec_array<Rank>& local,
     const spec_array<Rank>& target, std::span<const step<Rank>> even_steps,
     std::span<const step<Rank>> uneven_steps, shape<Rank>& kept_global) {
   kept_global = global;
-  double count = 1;
   for (std::size_t d = 0; d < Rank; ++d)
-    if (reduced[d]) {
-      kept_global[d] = 1;
-      count *= static_cast<double>(global[d]);
-    }
+    if (reduced[d]) kept_global[d] = 1;
   const bool even = is_even(mv, local, kept_global) && is_even(mv, target, kept_global);
-  // steps[0] is the local_reduce step; the executor runs the rest.
-  const std::span<const step<Rank>> rest = (even ? even_steps : uneven_steps).subspan(1);
+  const std::span<const step<Rank>> steps = even ? even_steps : uneven_steps;
   std::vector<buffer<T>> out(mv.size);
   b.run(devices, [&](std::size_t p) {
-    operand_block<T, Rank> x(nullptr, local, kept_global);
-    x.adopt(local_reduce<T, Rank>(op, in[p].span(), local_shape_of(mv, in_spec, global, p),
-                                  reduced, count),
-            local);
-    run_steps<T, Rank>(b, mv, p, rest, std::span<operand_block<T, Rank>>(&x, 1), [](auto) {});
-    take_slices<T, Rank>(mv, p, x);
-    out[p] = std::move(x.owned);
+    out[p] = run_steps_on<T, Rank, reduction_kernels>(b, mv, p, in[p].data(), global, in_spec,
+                                                      steps);
   });
   return out;
 }

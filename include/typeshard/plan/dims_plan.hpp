@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -109,6 +110,10 @@ template <std::size_t Rank, class Unreduced>
 struct local_dims_plan {
   using out_unreduced = Unreduced;
   static constexpr std::array<step<Rank>, 0> steps{};
+  template <std::size_t N>
+  static constexpr std::span<const step<Rank>> steps_for(const shape<N>&) {
+    return {};
+  }
   static constexpr std::size_t collectives = 0;
   static constexpr bool communicates = false;
   static constexpr std::size_t bytes_per_device = 0;

@@ -131,7 +131,8 @@ constexpr step_array<Rank, 2> reduce_prefix(reduction op, const spec_array<Rank>
   while (first + 1 < Rank && !mask[first]) ++first;
   const bool linear = op == reduction::sum || op == reduction::mean;
   out.push(step<Rank>{step_kind::local_reduce, step_operand::array, first, first, partial, local,
-                      linear ? join_axes(unreduced, partial) : partial});
+                      linear ? join_axes(unreduced, partial) : partial, local_op::reduce, op,
+                      mask});
   if (!linear && partial.count != 0)
     out.push(step<Rank>{op == reduction::max ? step_kind::pmax : step_kind::pmin,
                         step_operand::array, first, first, partial, local, dim_spec{}});
@@ -245,6 +246,18 @@ struct reduce_plan {
     else
       return local_steps;
   }();
+
+  // The steps for given input extents: even_steps when the kept extents divide evenly by the
+  // local and the output sharding, else uneven_steps (what the run picks).
+  static constexpr std::span<const step<rank>> steps_for(const shape<rank>& global) {
+    shape<rank> kept = global;
+    for (std::size_t d = 0; d < rank; ++d)
+      if (reduced[d]) kept[d] = 1;
+    if (detail::is_even<Mesh>(detail::spec_array_of<local_spec, rank>(), kept) &&
+        detail::is_even<Mesh>(detail::spec_array_of<keep_spec, rank>(), kept))
+      return std::span<const step<rank>>(even_steps);
+    return std::span<const step<rank>>(uneven_steps);
+  }
 
   // How many collectives run, and whether any may (for dynamic extents: in either variant).
   static constexpr std::size_t collectives = detail::count_collectives(steps);

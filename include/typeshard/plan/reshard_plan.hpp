@@ -182,6 +182,28 @@ struct reshard_plan {
                                            : detail::any_communicates(even_steps) ||
                                                  detail::any_communicates(uneven_steps);
 
+  // The steps for given extents: even_steps when both shardings divide them evenly, else
+  // uneven_steps (what ts::reshard runs).
+  static constexpr std::span<const step_type> steps_for(const shape<rank>& global) {
+    if (detail::is_even<Mesh>(from_, global) && detail::is_even<Mesh>(to_, global))
+      return std::span<const step_type>(even_steps);
+    return std::span<const step_type>(uneven_steps);
+  }
+
+  // How many collectives `steps` runs, and the elements one device receives by them with
+  // static extents (0 when an extent is dynamic); a reshard plan knows no element type:
+  // bytes are elements_per_device times the element's size (ts::bytes_per_device_of).
+  static constexpr std::size_t collectives = detail::count_collectives(steps);
+  static constexpr std::size_t elements_per_device = [] {
+    if constexpr (Extents::all_static && valid) {
+      shape<rank> g{};
+      for (std::size_t d = 0; d < rank; ++d) g[d] = Extents::static_extents[d];
+      return static_cast<std::size_t>(detail::elements_received_by<Mesh>(steps, from_, g) + 0.5);
+    } else {
+      return std::size_t{0};
+    }
+  }();
+
   // How many steps of a kind `steps` has.
   template <step_kind Kind>
   static constexpr std::size_t count = [] {

@@ -5,14 +5,16 @@
 //   using plan = ts::softmax_plan_for<X, 1>;          // along dimension 1, sharded over y
 //   static_assert(plan::steps[1].kind == ts::step_kind::pmax);
 //   static_assert(plan::steps[3].kind == ts::step_kind::psum);
-//   plan::describe();  // "local reduce(out); pmax(out, over y); local reduce(out);
-//                      //  psum(out, over y); local elementwise"
+//   plan::describe();  // "local reduce(stats); pmax(stats, over y); local reduce(stats);
+//                      //  psum(stats, over y); local elementwise"
 //
 // Numerically stable: m = max along Dim, then softmax = exp(x - m) / sum(exp(x - m)) and
 // log_softmax = (x - m) - log(sum(exp(x - m))). Each device computes its block's row
-// statistics (`local_reduce` steps on the `out` operand: a row maximum, then a row sum of
-// exponentials); along a dimension sharded over axes A they are partial over A, so a pmax
-// and a psum over A (all-reduces of one value per row) complete them. The result has the
+// statistics (`local_reduce` steps on the `stats` operand: local_op::row_max, then
+// local_op::row_exp_sum); along a dimension sharded over axes A they are partial over A, so a
+// pmax and a psum over A (all-reduces of one value per row: slot 0, then slot 1) complete them;
+// the normalisation is a `local_elementwise` step (local_op::softmax_normalize or
+// log_softmax_normalize) on the array. The result has the
 // input's spec; along an unsharded dimension the plan is communication-free. An empty block
 // (uneven shards) contributes the identities (-inf, 0). Elements: float, double, long double
 // or bfloat16 (its row statistics are accumulated, and all-reduced, in float).
@@ -21,13 +23,15 @@
 //   softmax_plan_for<X, Dim, Log = false>
 //
 // Members: valid, dim (non-negative), partial_axes, stats_spec (the row statistics' sharding,
-// Dim none), out_spec, out_unreduced, steps, communicates, collectives, describe().
+// Dim none), out_spec, out_unreduced, steps, communicates, collectives, bytes_per_device
+// (static extents), describe(). A ts::plan_like (plan/plan_like.hpp).
 //
 // Compile-time vocabulary only: no runtime header is included.
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -46,13 +50,42 @@ namespace typeshard {
 
 namespace detail {
 
-template <class Mesh, class Spec, std::size_t Rank, class T, class U, int Dim>
-constexpr bool check_softmax_inputs() {
+// The row statistics' steps of softmax: the row maximum, its pmax, the row sum of exp(x -
+// max), its psum (the collectives only along a sharded dimension), then the normalisation.
+template <std::size_t Rank>
+constexpr step_array<Rank, 5> softmax_steps(const spec_array<Rank>& in, std::size_t dim,
+                                            bool log) {
+  step_array<Rank, 5> out;
+  std::array<bool, Rank> mask{};
+  mask[dim] = true;
+  const dim_spec partial = partial_axes_of(in, mask);
+  const spec_array<Rank> stats = without_reduced(in, mask);
+  const bool sharded = partial.count != 0;
+  const auto row_step = [&](step_kind kind, local_op op, std::size_t slots) {
+    const bool local = op != local_op::none;
+    return step<Rank>{kind,  step_operand::stats, dim, dim, partial, stats,
+                      local ? partial : dim_spec{}, op, reduction{}, {}, slots};
+  };
+  out.push(row_step(step_kind::local_reduce, local_op::row_max, 0));
+  if (sharded) out.push(row_step(step_kind::pmax, local_op::none, stats_slot0));
+  out.push(row_step(step_kind::local_reduce, local_op::row_exp_sum, 0));
+  if (sharded) out.push(row_step(step_kind::psum, local_op::none, stats_slot1));
+  out.push(step<Rank>{step_kind::local_elementwise, step_operand::array, dim, dim, dim_spec{}, in,
+                      dim_spec{},
+                      log ? local_op::log_softmax_normalize : local_op::softmax_normalize});
+  return out;
+}
+
+// The rules of a row operation (rules 1, 3 and 7): one diagnostic fires at most; NotFloating<T>
+// is the operation's own for a non floating-point T.
+template <class Mesh, class Spec, std::size_t Rank, class T, class U, int Dim,
+          template <class> class NotFloating>
+constexpr bool check_row_op_inputs() {
   constexpr reduce_dims_problem p = find_reduce_dims_problem<Rank, Dim>();
   if constexpr (p.what != reduce_dims_problem::none) {
     return require<false, diagnostic::reduce_dim_out_of_range<Dim, Rank>>::value && false;
   } else if constexpr (!is_floating_element_v<T>) {
-    return require<false, diagnostic::mean_needs_floating_point<T>>::value && false;
+    return require<false, NotFloating<T>>::value && false;
   } else if constexpr (!U::empty) {
     return require<false, diagnostic::nonlinear_op_on_unreduced<U>>::value && false;
   } else {
@@ -60,39 +93,19 @@ constexpr bool check_softmax_inputs() {
   }
 }
 
-template <std::size_t Rank>
-constexpr step_array<Rank, 5> softmax_steps(const spec_array<Rank>& in, std::size_t dim) {
-  step_array<Rank, 5> out;
-  std::array<bool, Rank> mask{};
-  mask[dim] = true;
-  const dim_spec partial = partial_axes_of(in, mask);
-  const spec_array<Rank> stats = without_reduced(in, mask);
-  const bool sharded = partial.count != 0;
-  out.push(step<Rank>{step_kind::local_reduce, step_operand::out, dim, dim, partial, stats,
-                      partial});
-  if (sharded)
-    out.push(step<Rank>{step_kind::pmax, step_operand::out, dim, dim, partial, stats, dim_spec{}});
-  out.push(step<Rank>{step_kind::local_reduce, step_operand::out, dim, dim, partial, stats,
-                      partial});
-  if (sharded)
-    out.push(step<Rank>{step_kind::psum, step_operand::out, dim, dim, partial, stats, dim_spec{}});
-  out.push(step<Rank>{step_kind::local_elementwise, step_operand::array, dim, dim, dim_spec{}, in,
-                      dim_spec{}});
-  return out;
-}
-
-}  // namespace detail
-
-template <mesh_type Mesh, spec_type Spec, extents_type Extents, class T = float,
-          unreduced_type Unreduced = unreduced<>, bool Log = false, int Dim = -1>
-struct softmax_plan {
+// What the plans of the row operations (softmax, log_softmax, layer_norm) share: their rules'
+// check (rules 1, 3 and 7; NotFloating<T> the diagnostic of a non floating-point T), the
+// dimension counted from the front, the result's sharding (the input's).
+template <class Mesh, class Spec, class Extents, class T, class Unreduced, int Dim,
+          template <class> class NotFloating>
+struct row_plan_base {
   static constexpr std::size_t rank = Extents::rank;
-  static constexpr bool log = Log;
   using mesh_type = Mesh;
   using value_type = T;
 
   // Whether the inputs satisfy rules 1, 3 and 7 (else exactly one diagnostic fired).
-  static constexpr bool valid = detail::check_softmax_inputs<Mesh, Spec, rank, T, Unreduced, Dim>();
+  static constexpr bool valid =
+      check_row_op_inputs<Mesh, Spec, rank, T, Unreduced, Dim, NotFloating>();
 
   // The dimension, counted from the front.
   static constexpr std::size_t dim = [] {
@@ -100,27 +113,59 @@ struct softmax_plan {
     return d >= 0 && d < static_cast<long long>(rank) ? static_cast<std::size_t>(d) : rank - 1;
   }();
 
-  using out_spec = typename detail::padded_spec<Spec, rank>::type;
+  using out_spec = typename padded_spec<Spec, rank>::type;
   using out_unreduced = unreduced<>;
-  using stats_spec = typename detail::reduce_spec_types<out_spec, rank, struct auto_out, false,
-                                                        true, static_cast<int>(dim)>::local_type;
 
+  // Bytes received per device by the row statistics' collectives (one accumulator value per
+  // row: float for bfloat16), with static extents; 0 when an extent is dynamic.
+  template <std::size_t N>
+  static constexpr std::size_t bytes_of(const std::array<step<rank>, N>& steps) {
+    if constexpr (Extents::all_static) {
+      if (!valid) return 0;
+      shape<rank> g{};
+      for (std::size_t d = 0; d < rank; ++d) g[d] = d == dim ? 1 : Extents::static_extents[d];
+      const std::size_t acc = std::is_same_v<T, bfloat16> ? sizeof(float) : sizeof(T);
+      return static_cast<std::size_t>(
+          bytes_received<Mesh>(steps, steps[0].spec_after, g, acc) + 0.5);
+    } else {
+      return 0;
+    }
+  }
+};
+
+}  // namespace detail
+
+template <mesh_type Mesh, spec_type Spec, extents_type Extents, class T = float,
+          unreduced_type Unreduced = unreduced<>, bool Log = false, int Dim = -1>
+struct softmax_plan : detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
+                                            diagnostic::mean_needs_floating_point> {
  private:
-  static constexpr detail::step_array<rank, 5> list_ =
-      detail::softmax_steps(detail::spec_array_of<out_spec, rank>(), dim);
+  using base = detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
+                                     diagnostic::mean_needs_floating_point>;
+  static constexpr detail::step_array<base::rank, 5> list_ = detail::softmax_steps(
+      detail::spec_array_of<typename base::out_spec, base::rank>(), base::dim, Log);
 
  public:
+  static constexpr bool log = Log;
+  using stats_spec =
+      typename detail::reduce_spec_types<typename base::out_spec, base::rank, struct auto_out,
+                                         false, true, static_cast<int>(base::dim)>::local_type;
+
   // The mesh axes Dim is sharded over: the row statistics are all-reduced over them.
   static constexpr dim_spec partial_axes = list_.steps[0].axes;
 
-  static constexpr std::array<step<rank>, list_.count> steps =
+  static constexpr std::array<step<base::rank>, list_.count> steps =
       detail::take_steps<list_.count>(list_);
   static constexpr std::size_t collectives = detail::count_collectives(steps);
   static constexpr bool communicates = collectives != 0;
+  static constexpr std::size_t bytes_per_device = base::bytes_of(steps);
 
-  static std::string describe() {
-    return detail::describe_calls(steps);
+  // The steps for given extents: the same whatever they are.
+  static constexpr std::span<const step<base::rank>> steps_for(const shape<base::rank>&) {
+    return std::span<const step<base::rank>>(steps);
   }
+
+  static std::string describe() { return detail::describe_calls(steps); }
 };
 
 // softmax_plan_for<X, Dim[, Log]>: the plan ts::softmax<Dim>(x) (Log: ts::log_softmax) runs.

@@ -5,11 +5,14 @@
 //   static_assert(plan::steps[0].kind == ts::step_kind::all_to_all);
 //   static_assert(plan::steps[0].spec_after[1] == ts::dim_spec("x"));
 //
-// A reshard plan and a matmul plan (and every operation planned next) list their
+// Every plan (reshard, einsum, matmul, reduce, softmax, layer_norm, dims, slice) lists its
 // collectives, local slices and local compute as ts::step values; one executor
-// (ops/detail/executor.hpp) runs exactly those values, so a plan printed or checked at compile
-// time and the steps run at run time cannot disagree. A step names its operand (a matmul
-// has three), what it does, over which mesh axes, and the sharding it leaves behind.
+// (ops/detail/executor.hpp) runs exactly those values (a slice plan's window step is copied by
+// ops/detail/slice_blocks.hpp), so a plan printed or checked at compile time and the steps run
+// at run time cannot disagree. A step names its operand (a matmul
+// has three), what it does, over which mesh axes, and the sharding it leaves behind; a local
+// step also names its kernel and that kernel's arguments (`op`, `reduce`, `over`, `payload`),
+// as values, so the executor dispatches on the step alone.
 //
 // Compile-time vocabulary only: no runtime header is included.
 #pragma once
@@ -32,18 +35,44 @@ enum class step_kind {
   psum,          // over `axes`: the unreduced axes become reduced, replicated (all-reduce)
   psum_scatter,  // over `axes` along `dim`: reduced, and `dim` gains `axes` (reduce-scatter)
   slice,         // local: dimensions gain axes by taking their block; no communication
-  local_gemm,    // a matmul's per-device GEMM
+  local_gemm,    // an einsum's (a matmul's) per-device product: contraction `payload`
   pmax,          // over `axes`: the elementwise maximum over the group (all-reduce max)
   pmin,          // over `axes`: the elementwise minimum over the group (all-reduce min)
-  local_reduce,  // a reduction's per-device kernel over its block (plan/reduce_plan.hpp)
-  local_elementwise,  // a per-device elementwise kernel (softmax's normalisation)
+  local_reduce,  // a per-device reduction over its block: `op` says which
+  local_elementwise,  // a per-device elementwise kernel: `op` says which
   // The collectives' other names, as reshard plans spelled them: the same steps.
   all_reduce = psum,
   reduce_scatter = psum_scatter
 };
 
-// Which operand a step acts on: the array of a reshard, or a matmul's lhs, rhs or product.
-enum class step_operand { array, lhs, rhs, out };
+// Which operand a step acts on: the array of a reshard, a matmul's lhs, rhs or product, or
+// the row statistics of a row operation (softmax, layer_norm: one or two values per row).
+enum class step_operand { array, lhs, rhs, out, stats };
+
+// The reductions (plan/reduce_plan.hpp defines the enumerators: sum, mean, max, min).
+enum class reduction;
+
+// local_op: the kernel a local step runs (its payload, with the step's other fields).
+// Row kernels act on the rows of the `array` operand along `dim` and on its statistics
+// `stats` (slot 0 and slot 1, one value per row each).
+enum class local_op : unsigned char {
+  none,                   // a collective or a slice
+  contract,               // local_gemm: the plan's contraction number `payload` (its equation)
+  reduce,                 // local_reduce: reduction `reduce` over the dimensions `over`
+  row_max,                // softmax: slot 0 = the row maximum
+  row_exp_sum,            // softmax: slot 1 = the row sum of exp(x - slot 0)
+  softmax_normalize,      // softmax: exp(x - slot 0) / slot 1
+  log_softmax_normalize,  // log_softmax: (x - slot 0) - log(slot 1)
+  row_sum,                // layer_norm: slot 0 = the row sum
+  row_sq_dev_sum,         // layer_norm: slot 0 /= count (the mean); slot 1 = sum (x - mean)^2
+  layer_norm_normalize,   // layer_norm: (x - mean) * rstd, rstd = 1 / sqrt(slot 1 / count +
+                          // eps) kept in slot 1; eps the run's scalar number `payload`
+  layer_norm_grad_sums,   // layer_norm's backward: slot 0 = sum g, slot 1 = sum g * y
+  layer_norm_grad         // layer_norm's backward: dx = (g - mean g - y mean(g y)) * rstd
+};
+
+// Which row statistics a collective on `stats` all-reduces: its `payload`, a mask of slots.
+inline constexpr std::size_t stats_slot0 = 1, stats_slot1 = 2, stats_both = 3;
 
 // The names plans used before they shared one vocabulary.
 using reshard_step_kind = step_kind;
@@ -72,6 +101,7 @@ constexpr const char* to_string(step_operand o) {
     case step_operand::lhs: return "lhs";
     case step_operand::rhs: return "rhs";
     case step_operand::out: return "out";
+    case step_operand::stats: return "stats";
   }
   return "?";
 }
@@ -86,6 +116,11 @@ struct step {
   dim_spec axes{};                        // the collective's (or slice's) mesh axes, major first
   detail::spec_array<Rank> spec_after{};  // the operand's sharding after this step
   dim_spec unreduced_after{};             // the axes it is still unreduced over
+  local_op op = local_op::none;           // a local step's kernel
+  reduction reduce{};                     // local_op::reduce: which reduction
+  std::array<bool, Rank> over{};          // local_op::reduce: the dimensions reduced
+  std::size_t payload = 0;                // contract: contraction number; stats: slot mask;
+                                          // layer_norm_normalize: scalar number (eps)
 
   constexpr bool communicates() const {
     return kind != step_kind::slice && kind != step_kind::local_gemm &&
@@ -172,12 +207,29 @@ constexpr double elements_received(step_kind kind, double group, double block) {
   return 0;
 }
 
+// The elements one device receives running `steps` on an operand of global extents `global`
+// sharded by `cur` before them (the largest block, on mesh Mesh): a plan's data moved.
+template <class Mesh, std::size_t Rank, std::size_t N>
+constexpr double elements_received_by(const std::array<step<Rank>, N>& steps,
+                                      spec_array<Rank> cur, const shape<Rank>& global) {
+  double elements = 0;
+  for (const step<Rank>& s : steps) {
+    double block = 1;
+    for (std::size_t e : block_shape_of<Mesh>(cur, global)) block *= static_cast<double>(e);
+    elements += elements_received(s.kind, static_cast<double>(shards_of<Mesh>(s.axes)), block);
+    cur = s.spec_after;
+  }
+  return elements;
+}
+
 // A plan's steps while it is computed: a fixed-capacity list (constexpr-friendly).
 template <std::size_t Rank, std::size_t Capacity>
 struct step_array {
   std::array<step<Rank>, Capacity> steps{};
   std::size_t count = 0;
   constexpr void push(const step<Rank>& s) { steps[count++] = s; }
+  constexpr const step<Rank>* begin() const { return steps.data(); }
+  constexpr const step<Rank>* end() const { return steps.data() + count; }
 };
 
 // How many of a plan's steps are collectives (a plan's `collectives` member).

@@ -1,7 +1,8 @@
 // typeshard/core/rules/rule7_reduce.hpp: the messages of rule 7 (reductions): ts::sum, mean,
-// max, min, softmax and log_softmax name dimensions that exist, each once.
+// max, min, softmax, log_softmax and layer_norm name dimensions that exist, each once.
 //
-// Checked in: plan/reduce_plan.hpp (detail::check_reduce_inputs, check_softmax_inputs).
+// Checked in: plan/reduce_plan.hpp (detail::check_reduce_inputs) and plan/softmax_plan.hpp
+// (detail::check_row_op_inputs, for softmax, log_softmax and layer_norm).
 // Compile-fail tests: tests/compile_fail/rule7_*.cpp. Table: docs/rules.md.
 // Each message is a class template in ts::diagnostic whose fire() holds the static_assert;
 // a check instantiates it through detail::require (core/detail/diagnose.hpp).
@@ -42,6 +43,17 @@ struct mean_needs_floating_point {
                   "typeshard: rule 7 (reductions): ts::mean, ts::softmax and ts::log_softmax "
                   "need floating-point elements (an integer mean would truncate); fix: convert "
                   "first, ts::map(x, [](auto v) { return double(v); })");
+    return true;
+  }
+};
+
+template <class T>
+struct layer_norm_needs_floating_point {
+  static constexpr bool fire() {
+    static_assert(detail::always_false<T>,
+                  "typeshard: rule 7 (reductions): ts::layer_norm needs floating-point elements "
+                  "(an integer mean and variance would truncate); fix: convert first, "
+                  "ts::map(x, [](auto v) { return double(v); })");
     return true;
   }
 };

@@ -2,189 +2,269 @@
 // anything in detail/.
 //
 // A plan is a list of ts::step values (plan/step.hpp); every operation runs its plan here,
-// the very values its plan type lists (ts::reshard runs reshard_plan's steps, ts::einsum and
-// ts::matmul the steps of detail::einsum_steps_of, which is what their plans' steps hold). Each
-// device walks the steps on its own blocks: a collective writes a new block straight from
-// the previous one (the collective is the only copy); a local slice is pending until
-// something needs the block (consecutive slices are one copy of the kept part), and the
-// GEMM reads a slice along its contracting dimension in place. The caller supplies what a
-// `local_gemm` step computes. Not a template of the plan (its steps arrive as values) nor of
-// the mesh (a value, core/detail/mesh_value.hpp), so a program with many plans and meshes
-// instantiates it once per element type and rank.
+// the very values its plan type lists: ts::reshard its reshard_plan's steps, ts::einsum and
+// ts::matmul the steps of detail::einsum_steps_of (what their plans' steps hold), ts::sum,
+// mean, max and min their reduce_plan's, ts::softmax, ts::log_softmax and ts::layer_norm
+// (forward and backward) theirs. Each device walks the steps on its own blocks and runs each
+// by its kind and payload, whatever the operation: a collective or a slice on the operand it
+// names (ops/detail/operand_steps.hpp), a `local_gemm` by the einsum kernel on the contraction
+// the step names (array/detail/einsum_kernel.hpp; it reads a pending slice of an operand in
+// place), a `local_reduce` by the reduction kernel (ops/detail/reduce_kernel.hpp) or a row
+// kernel (ops/detail/row_kernels.hpp), a `local_elementwise` by a row kernel. No operation
+// interprets its own plan. Not a template of the plan (its steps arrive as values) nor of the
+// mesh (a value, core/detail/mesh_value.hpp), so a program with many plans and meshes
+// instantiates it once per element type and rank (and result element type: an einsum of
+// bfloat16 operands may write float), and per set of kernel families its caller's plans may
+// name (kernel_families: a reshard's none, so a program that only reshards compiles no GEMM).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "../../array/detail/copy_box.hpp"
+#include "../../array/detail/einsum_kernel.hpp"
 #include "../../array/device_mesh.hpp"
 #include "../../array/host_tensor.hpp"
 #include "../../array/sharded_array.hpp"
 #include "../../backend/backend.hpp"
+#include "../../core/bfloat16.hpp"
 #include "../../core/detail/mesh_group.hpp"
+#include "../../core/detail/message.hpp"
 #include "../../core/detail/mesh_value.hpp"
 #include "../../core/errors.hpp"
 #include "../../core/layout.hpp"
 #include "../../detail/buffer.hpp"
+#include "../../plan/detail/einsum_cost.hpp"
+#include "../../plan/detail/einsum_subscripts.hpp"
 #include "../../plan/reshard_plan.hpp"
 #include "../../plan/step.hpp"
 #include "collective_calls.hpp"
+#include "operand_steps.hpp"
+#include "reduce_kernel.hpp"
+#include "row_kernels.hpp"
 
 namespace typeshard::detail {
 
-// One operand's block on one device while a plan runs.
-template <class T, std::size_t Rank>
-struct operand_block {
-  const T* data = nullptr;  // the elements, laid out by `held` (the input's, or `owned`)
-  buffer<T> owned;
-  spec_array<Rank> held{};  // the sharding `data` is laid out by
-  spec_array<Rank> spec{};  // the sharding after the steps so far: held, or a slice of it
-  shape<Rank> global{};
-
-  operand_block() = default;
-  operand_block(const T* in, const spec_array<Rank>& s, const shape<Rank>& g)
-      : data(in), held(s), spec(s), global(g) {}
-  void adopt(buffer<T> b, const spec_array<Rank>& s) {
-    owned = std::move(b);
-    data = owned.data();
-    held = spec = s;
-  }
+// What a plan's local steps name besides their own fields, held by the run: the contractions
+// a `local_gemm` step numbers (`payload`: the einsum's equation) and the scalars a row kernel
+// numbers (layer_norm_normalize's `payload`: its eps).
+struct step_payloads {
+  std::span<const einsum_equation> contractions{};
+  std::span<const double> scalars{};
 };
 
-// The extents along d of the blocks of the group's members.
-template <std::size_t Rank>
-std::vector<std::size_t> member_extents(const mesh_value& m, const group_members& g,
-                                        const spec_array<Rank>& s, const shape<Rank>& global,
-                                        std::size_t d) {
-  std::vector<std::size_t> out(g.members.size());
-  for (std::size_t r = 0; r < g.members.size(); ++r)
-    out[r] = local_shape_of(m, s, global, g.members[r])[d];
-  return out;
-}
+// The kernel families a run may meet, by its plan's local steps: a run instantiates only
+// those (a reshard's none), so a program that only reshards never compiles a GEMM. A step of a
+// family the run was not built for is an internal error.
+enum kernel_families : unsigned {
+  no_kernels = 0,
+  contraction_kernels = 1,  // local_gemm (einsum, matmul)
+  reduction_kernels = 2,    // local_reduce with local_op::reduce (sum, mean, max, min)
+  row_op_kernels = 4        // the row kernels (softmax, log_softmax, layer_norm)
+};
 
-// The functions below take the mesh as a value (core/detail/mesh_value.hpp), so they are
-// templates of the element type and rank only: one instantiation serves every mesh of a
-// program, and typeshard::runtime compiles the common ones once (extern template below).
+// One device's blocks while a plan runs: the operands (by step_operand: array, lhs, rhs) in T,
+// the product and the result's steps (`out`) in C, a row operation's state (`stats`).
+inline constexpr std::size_t array_operand = static_cast<std::size_t>(step_operand::array);
 
-// Takes the pending slices of block x at position p: one copy of the part kept.
-template <class T, std::size_t Rank>
-void take_slices(const mesh_value& m, std::size_t p, operand_block<T, Rank>& x) {
-  if (x.held == x.spec) return;
-  const shape<Rank> have_shape = local_shape_of(m, x.held, x.global, p);
-  const shape<Rank> want_shape = local_shape_of(m, x.spec, x.global, p);
-  const index_slices<Rank> have = index_of(m, x.held, x.global, p);
-  const index_slices<Rank> want = index_of(m, x.spec, x.global, p);
-  shape<Rank> origin{};
-  for (std::size_t d = 0; d < Rank; ++d) origin[d] = want[d].start - have[d].start;
-  buffer<T> next(host_tensor<T, Rank>::element_count(want_shape));
-  copy_box(x.data, have_shape, origin, next.data(), want_shape, shape<Rank>{}, want_shape);
-  x.adopt(std::move(next), x.spec);
-}
+template <class T, std::size_t Rank, class C = T>
+struct device_state {
+  std::array<operand_block<T, Rank>, 3> in;
+  operand_block<C, Rank> out;
+  row_state<T> rows;
+};
 
-// Runs one collective or slice step on block x at position p.
-template <class T, std::size_t Rank>
-void run_step(backend& b, const mesh_value& m, std::size_t p, const step<Rank>& s,
-              operand_block<T, Rank>& x) {
-  if (s.kind == step_kind::slice) {
-    x.spec = s.spec_after;  // taken when the block is next needed
-    return;
+// Whether the einsum kernel multiplies T operands into C (kernels::gemm's element types; float
+// from bfloat16, JAX's preferred_element_type).
+template <class T, class C>
+inline constexpr bool contractible_v =
+    (std::is_same_v<T, C> && (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                              std::is_same_v<T, bfloat16>)) ||
+    (std::is_same_v<T, bfloat16> && std::is_same_v<C, float>);
+
+// A `local_gemm` step: the product of the lhs and rhs blocks by the contraction the step
+// names, into `out` (laid out by the step's spec_after); the operands are freed before the
+// result's collectives. The kernel reads a pending slice of an operand in place; it holds one
+// of the backend's kernel slots (backend.hpp) around the product.
+template <class T, std::size_t R, class C>
+void run_contraction(backend& bk, const mesh_value& mv, std::size_t p, const step<R>& s,
+                     device_state<T, R, C>& st, const step_payloads& pl) {
+  if constexpr (!contractible_v<T, C>) {
+    (void)bk, (void)mv, (void)p, (void)s, (void)st, (void)pl;
+    throw usage_error("typeshard: internal: a contraction of element types it has no kernel for");
+  } else {
+    using block = operand_block<T, R>;
+    if (s.payload >= pl.contractions.size())
+      throw usage_error("typeshard: internal: a local_gemm step names no contraction of the run");
+    const einsum_equation& eq = pl.contractions[s.payload];
+    block& a = st.in[static_cast<std::size_t>(step_operand::lhs)];
+    block& b = st.in[static_cast<std::size_t>(step_operand::rhs)];
+    const shape<R> c_global = einsum_out_shape(eq, einsum_shapes<R>{a.global, b.global, sizeof(T)});
+    const shape<R> c_loc = local_shape_of(mv, s.spec_after, c_global, p);
+    buffer<C> c0(host_tensor<C, R>::element_count(c_loc));
+    {
+      // Where an operand's wanted block starts in the block it holds (a pending slice).
+      auto origin = [&](const block& o) {
+        const index_slices<R> want = index_of(mv, o.spec, o.global, p);
+        const index_slices<R> have = index_of(mv, o.held, o.global, p);
+        shape<R> sh{};
+        for (std::size_t d = 0; d < R; ++d) sh[d] = want[d].start - have[d].start;
+        return sh;
+      };
+      const shape<R> a_want = local_shape_of(mv, a.spec, a.global, p);
+      const shape<R> b_want = local_shape_of(mv, b.spec, b.global, p);
+      // The product's multiply-adds: every letter's local extent once (lhs's letters, then
+      // the letters only rhs has).
+      std::size_t multiply_adds = host_tensor<T, R>::element_count(a_want);
+      for (std::size_t r = 0; r < eq.rhs_rank; ++r)
+        if (!eq.in_lhs(eq.rhs[r])) multiply_adds *= b_want[r];
+      const backend::kernel_slot slot = bk.acquire_kernel_slot(multiply_adds);
+      local_einsum<T, R, C>(eq, a.data, local_shape_of(mv, a.held, a.global, p), origin(a),
+                            a_want, b.data, local_shape_of(mv, b.held, b.global, p), origin(b),
+                            b_want, c0.data(), c_loc);
+    }
+    a = block{};  // free the gathered operands before the result's collectives
+    b = block{};
+    st.out = operand_block<C, R>(nullptr, s.spec_after, c_global);
+    st.out.adopt(std::move(c0), s.spec_after);
   }
+}
+
+// A `local_reduce` step with local_op::reduce on the array's block: the reduction the step
+// names over its dimensions `over` (mean by the global count of reduced elements); the block
+// is then one of the array with those dimensions at extent 1.
+template <class T, std::size_t R>
+void run_reduction(const mesh_value& mv, std::size_t p, const step<R>& s,
+                   operand_block<T, R>& x) {
+  if constexpr (!reducible_element_v<T>) {
+    (void)mv, (void)p, (void)s, (void)x;
+    throw usage_error("typeshard: internal: a reduction of an element type it has no kernel for");
+  } else {
+    take_slices<T, R>(mv, p, x);
+    const shape<R> have = local_shape_of(mv, x.held, x.global, p);
+    shape<R> kept = x.global;
+    double count = 1;
+    for (std::size_t d = 0; d < R; ++d)
+      if (s.over[d]) {
+        kept[d] = 1;
+        count *= static_cast<double>(x.global[d]);
+      }
+    buffer<T> r = local_reduce<T, R>(
+        s.reduce, std::span<const T>(x.data, host_tensor<T, R>::element_count(have)), have,
+        s.over, count);
+    x.global = kept;
+    x.adopt(std::move(r), s.spec_after);
+  }
+}
+
+// A collective on a row operation's statistics: the slots its `payload` names, all-reduced
+// over its axes in place (a device with no rows skips it, and so do its peers: they hold the
+// same rows).
+template <class T>
+void run_stats_collective(backend& b, const mesh_value& mv, std::size_t p, const dim_spec& axes,
+                          step_kind kind, std::size_t slots, row_state<T>& st) {
+  using A = row_accumulator<T>;
+  const std::size_t rows = st.rows();
+  if (rows == 0) return;
+  A* first = st.slot(slots == stats_slot1 ? 1 : 0);
+  const std::size_t count = slots == stats_both ? 2 * rows : rows;
+  const reduce_op op = kind == step_kind::pmax   ? reduce_op::max
+                       : kind == step_kind::pmin ? reduce_op::min
+                                                 : reduce_op::sum;
+  const group_members g = group_of(mv, axes, p);
+  b.all_reduce(backend_group(g), element_type_of<A>, op, first, first, count);
+}
+
+// A row kernel step (steps[i]) on the array's block x: with the steps of the same row
+// operation that follow it with no collective between (layer_norm's), fused, each row whole
+// at once. Returns the index of the last step it ran.
+template <class T, std::size_t Rank>
+std::size_t run_row_step(const mesh_value& m, std::size_t p, std::span<const step<Rank>> steps,
+                         std::size_t i, operand_block<T, Rank>& x, row_state<T>& rows,
+                         const step_payloads& pl) {
+  const step<Rank>& s = steps[i];
   take_slices<T, Rank>(m, p, x);
-  const shape<Rank> cur_shape = local_shape_of(m, x.held, x.global, p);
-  buffer<T> next(host_tensor<T, Rank>::element_count(local_shape_of(m, s.spec_after, x.global, p)));
-  const group_members g = group_of(m, s.axes, p);
-  switch (s.kind) {
-    case step_kind::psum:
-      b.all_reduce(backend_group(g), element_type_of<T>, reduce_op::sum, x.data, next.data(),
-                   next.size());
-      break;
-    case step_kind::pmax:
-    case step_kind::pmin:
-      b.all_reduce(backend_group(g), element_type_of<T>,
-                   s.kind == step_kind::pmax ? reduce_op::max : reduce_op::min, x.data,
-                   next.data(), next.size());
-      break;
-    case step_kind::psum_scatter: {
-      const auto extents = member_extents(m, g, s.spec_after, x.global, s.dim);
-      scatter_along(b, backend_group(g), reduce_op::sum, x.data, cur_shape, s.dim,
-                    std::span<const std::size_t>(extents), next.data());
-      break;
-    }
-    case step_kind::all_gather: {
-      const auto extents = member_extents(m, g, x.held, x.global, s.dim);
-      gather_along(b, backend_group(g), x.data, cur_shape, s.dim,
-                   std::span<const std::size_t>(extents), next.data());
-      break;
-    }
-    case step_kind::all_to_all:
-      // Even shards only (plans use all_to_all only then): split along the dimension the
-      // axis joins, concatenate along the one it leaves.
-      all_to_all_along(b, backend_group(g), x.data, cur_shape, s.to_dim, s.dim, next.data());
-      break;
-    case step_kind::slice:
-    case step_kind::local_gemm:
-    case step_kind::local_reduce:
-    case step_kind::local_elementwise:
-      break;  // not a step on one operand (the operation runs its local kernels itself)
-  }
-  x.adopt(std::move(next), s.spec_after);
+  const auto is = [&](std::size_t k, local_op op) {
+    return i + k < steps.size() && steps[i + k].op == op;
+  };
+  const std::size_t fused = s.op == local_op::row_sum && is(1, local_op::row_sq_dev_sum) &&
+                                    is(2, local_op::layer_norm_normalize)
+                                ? 2
+                            : s.op == local_op::layer_norm_grad_sums &&
+                                    is(1, local_op::layer_norm_grad)
+                                ? 1
+                                : 0;
+  const step<Rank>& last = steps[i + fused];
+  const double eps = last.op == local_op::layer_norm_normalize && last.payload < pl.scalars.size()
+                         ? pl.scalars[last.payload]
+                         : 0.0;
+  run_row_kernel<T, Rank>(s.op, fused != 0, x.data, local_shape_of(m, x.held, x.global, p),
+                          s.dim, x.global[s.dim], eps, rows);
+  if (last.kind == step_kind::local_elementwise) x.adopt(std::move(rows.out), last.spec_after);
+  return i + fused;
 }
 
-// Runs `steps` at position p on the operands (indexed by step_operand); a local_gemm step
-// calls gemm(operands), which holds one of the backend's kernel slots (backend.hpp) around
-// its product: only it knows the product's size, which the slot is taken with.
-template <class T, std::size_t Rank, class Gemm>
+[[noreturn]] inline void throw_kernel_not_built(local_op op) {
+  throw usage_error(message({"typeshard: internal: a run met a local step (op ",
+                             static_cast<unsigned>(op), ") of a kernel family it was not built "
+                             "for (kernel_families)"}));
+}
+
+// Runs `steps` at position p on device state st, each by its kind and payload; pl holds what
+// local steps name; Kernels: the kernel families the steps may name. A row operation's steps
+// with no collective between them run fused, each row whole at once (layer_norm's forward and
+// backward).
+template <class T, std::size_t Rank, class C = T, unsigned Kernels = no_kernels>
 void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const step<Rank>> steps,
-               std::span<operand_block<T, Rank>> operands, Gemm&& gemm) {
-  for (const step<Rank>& s : steps) {
-    if (s.kind == step_kind::local_gemm) {
-      gemm(operands);
-    } else {
-      run_step<T, Rank>(b, m, p, s, operands[static_cast<std::size_t>(s.operand)]);
+               device_state<T, Rank, C>& st, const step_payloads& pl = {}) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const step<Rank>& s = steps[i];
+    switch (s.op) {
+      case local_op::none:
+        if (!s.communicates() && s.kind != step_kind::slice)
+          throw usage_error("typeshard: internal: a local step names no kernel (its `op`)");
+        if (s.operand == step_operand::stats)
+          run_stats_collective<T>(b, m, p, s.axes, s.kind, s.payload, st.rows);
+        else if (s.operand == step_operand::out)
+          run_step<C, Rank>(b, m, p, s, st.out);
+        else
+          run_step<T, Rank>(b, m, p, s, st.in[static_cast<std::size_t>(s.operand)]);
+        break;
+      case local_op::contract:
+        if constexpr ((Kernels & contraction_kernels) != 0)
+          run_contraction<T, Rank, C>(b, m, p, s, st, pl);
+        else
+          throw_kernel_not_built(s.op);
+        break;
+      case local_op::reduce:
+        if constexpr ((Kernels & reduction_kernels) != 0)
+          run_reduction<T, Rank>(m, p, s, st.in[static_cast<std::size_t>(step_operand::array)]);
+        else
+          throw_kernel_not_built(s.op);
+        break;
+      default:  // a row kernel on the array's block
+        if constexpr ((Kernels & row_op_kernels) != 0)
+          i = run_row_step<T, Rank>(m, p, steps, i, st.in[array_operand], st.rows, pl);
+        else
+          throw_kernel_not_built(s.op);
+        break;
     }
   }
 }
 
-// A contraction's steps split at its local product: the operands' steps before it, the
-// result's after it (the planners put only steps on the result after the product).
-template <std::size_t Rank>
-struct product_steps {
-  std::span<const step<Rank>> before, after;
-};
-template <std::size_t Rank>
-product_steps<Rank> split_at_product(std::span<const step<Rank>> steps) {
-  std::size_t at = 0;
-  while (at < steps.size() && steps[at].kind != step_kind::local_gemm) ++at;
-  for (std::size_t i = at + 1; i < steps.size(); ++i)
-    if (steps[i].operand != step_operand::out)
-      throw usage_error("typeshard: internal: a contraction plan's step after its product is "
-                        "not on the result");
-  return {steps.first(at), at < steps.size() ? steps.subspan(at + 1) : steps.last(0)};
-}
-
-// Runs the result's steps (`after` a product) on position p's product block c0, laid out by
-// `local`; returns p's block of the result.
-template <class C, std::size_t Rank>
-buffer<C> run_result_steps(backend& b, const mesh_value& m, std::size_t p,
-                           std::span<const step<Rank>> after, buffer<C> c0,
-                           const spec_array<Rank>& local, const shape<Rank>& global) {
-  operand_block<C, Rank> y(nullptr, local, global);
-  y.adopt(std::move(c0), local);
-  for (const step<Rank>& s : after) run_step<C, Rank>(b, m, p, s, y);
-  take_slices<C, Rank>(m, p, y);
-  return std::move(y.owned);
-}
-
-// Runs the steps of one array (a reshard) on the block of mesh position p (shape from
-// `from`), returning p's new block.
-template <class T, std::size_t Rank>
+// Runs the steps of one array (a reshard; with Kernels = reduction_kernels a reduction) on
+// the block of mesh position p (shape from `from`), returning p's new block.
+template <class T, std::size_t Rank, unsigned Kernels = no_kernels>
 buffer<T> run_steps_on(backend& b, const mesh_value& m, std::size_t p, const T* in,
                        const shape<Rank>& global, const spec_array<Rank>& from,
                        std::span<const step<Rank>> steps) {
-  operand_block<T, Rank> x(in, from, global);
-  run_steps<T, Rank>(b, m, p, steps, std::span<operand_block<T, Rank>>(&x, 1), [](auto) {});
+  device_state<T, Rank> st;
+  operand_block<T, Rank>& x = st.in[static_cast<std::size_t>(step_operand::array)];
+  x = operand_block<T, Rank>(in, from, global);
+  run_steps<T, Rank, T, Kernels>(b, m, p, steps, st);
   take_slices<T, Rank>(m, p, x);
   return std::move(x.owned);
 }
@@ -199,9 +279,10 @@ buffer<T> run_steps_on(backend& b, std::size_t p, const T* in, const shape<Rank>
 #if defined(TYPESHARD_SEPARATE_COMPILATION)
 // With the separately compiled runtime (core/config.hpp), compiled once in typeshard::runtime.
 #define TYPESHARD_EXECUTOR_INSTANCE(prefix, T, R)                                              \
-  prefix void take_slices<T, R>(const mesh_value&, std::size_t, operand_block<T, R>&);        \
-  prefix void run_step<T, R>(backend&, const mesh_value&, std::size_t, const step<R>&,         \
-                             operand_block<T, R>&);                                            \
+  TYPESHARD_OPERAND_STEPS_INSTANCE(prefix, T, R)                                               \
+  prefix void run_steps<T, R, T, no_kernels>(backend&, const mesh_value&, std::size_t,        \
+                                             std::span<const step<R>>,                         \
+                                             device_state<T, R, T>&, const step_payloads&);    \
   prefix buffer<T> run_steps_on<T, R>(backend&, const mesh_value&, std::size_t, const T*,     \
                                       const shape<R>&, const spec_array<R>&,                   \
                                       std::span<const step<R>>);
@@ -224,13 +305,10 @@ std::span<const step<Rank>> steps_for_extents(const shape<Rank>& global,
   return is_even<Mesh>(from, global) && is_even<Mesh>(to, global) ? even_steps : uneven_steps;
 }
 
-// The same for reshard plan Plan.
+// The same for reshard plan Plan: its steps_for.
 template <class Plan, class Mesh, std::size_t Rank>
 std::span<const step<Rank>> reshard_steps_for(const shape<Rank>& global) {
-  return steps_for_extents<Mesh, Rank>(global, spec_array_of<typename Plan::from_spec, Rank>(),
-                                       spec_array_of<typename Plan::to_spec, Rank>(),
-                                       std::span<const step<Rank>>(Plan::even_steps),
-                                       std::span<const step<Rank>>(Plan::uneven_steps));
+  return Plan::steps_for(global);
 }
 
 // Runs `steps` on the devices of a mesh (`devices`, by mesh position, on backend `b`);

@@ -25,6 +25,7 @@
 #include "../step.hpp"
 #include "einsum_cost.hpp"
 #include "einsum_letters.hpp"
+#include "einsum_steps.hpp"
 #include "einsum_subscripts.hpp"
 
 namespace typeshard::detail {
@@ -105,6 +106,13 @@ struct contraction_members {
     return einsum_cost_of<Mesh>(Form::equation(), costed_choice<Form>::value,
                                 einsum_shapes<R>{lhs_shape, rhs_shape, element_size})
         .flops;
+  }
+
+  // The steps for given extents (padded to `rank` with 1s): what the operation runs on them.
+  static constexpr einsum_step_list<R> steps_for(const shape<R>& lhs_shape,
+                                                 const shape<R>& rhs_shape) {
+    return einsum_steps_of<Mesh>(Form::equation(), choice,
+                                 einsum_shapes<R>{lhs_shape, rhs_shape, element_size});
   }
 
   // With static extents: the same for those extents (0 when an extent is dynamic).

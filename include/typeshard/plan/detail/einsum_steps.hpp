@@ -49,7 +49,8 @@ constexpr einsum_step_list<R> einsum_steps_body(const einsum_choice<R>& c, bool 
       out.push(step<R>{step_kind::slice, step_operand::rhs, d, d, c.rhs_read[d], cur,
                        c.rhs_unreduced});
     }
-  out.push(step<R>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local, c.partial});
+  out.push(step<R>{step_kind::local_gemm, step_operand::out, 0, 0, dim_spec{}, c.local, c.partial,
+                   local_op::contract});  // contraction 0: the plan's equation
   if (c.out_named)
     append_reshard(out, step_operand::out, c.local,
                    plan_reshard(c.local, c.partial, c.out, dim_spec{}, even_out));
