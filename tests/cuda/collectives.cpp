@@ -249,6 +249,31 @@ void misuse(ts::cuda_devices& gpu) {
     threw = std::string(e.what()).find("called different collectives") != std::string::npos;
   }
   CHECK(threw, "members calling different collectives must fail with a device_error");
+  // Both members send to member 0: not a permutation. Every member sees it (no member is
+  // left waiting for a peer, inside NCCL or not), and the run fails with the pool's message.
+  threw = false;
+  try {
+    gpu.run(devs, [&](std::size_t i) {
+      void* p = gpu.allocate(devs[i], 64);
+      gpu.permute({members, i}, ts::element_type_of<float>, p, 4, 0, p, 4, i == 0 ? 1 : 0);
+      gpu.deallocate(devs[i], p);
+    });
+  } catch (const ts::device_error& e) {
+    threw = std::string(e.what()).find("ppermute: member") != std::string::npos;
+  }
+  CHECK(threw, "a permute that is not a permutation must fail with a device_error");
+  // The backend still works after the failures.
+  const std::size_t solo[] = {0};
+  const ts::device_id one[] = {0};
+  float host = 2.5f, back = 0;
+  gpu.run(one, [&](std::size_t) {
+    void* p = gpu.allocate(0, sizeof(float));
+    gpu.to_device(0, p, &host, sizeof(float));
+    gpu.all_reduce({solo, 0}, ts::element_type_of<float>, ts::reduce_op::sum, p, p, 1);
+    gpu.to_host(0, &back, p, sizeof(float));
+    gpu.deallocate(0, p);
+  });
+  CHECK(back == 2.5f, "a collective after the failures");
 }
 
 }  // namespace
@@ -272,6 +297,7 @@ int main() {
       CHECK(gpu.uses_nccl(), "one device per GPU must use NCCL");
       tester t{cpu, gpu};
       t.cases_on(n, 30);
+      misuse(gpu);
       std::printf("%zu device(s) through NCCL: %zu cases\n", n, t.cases);
     }
   } catch (const std::exception& e) {

@@ -134,6 +134,7 @@ class cuda_devices final : public backend {
     std::size_t peer = no_peer;  // permute: send_to
     std::size_t count = 0;       // permute: send_count
     std::size_t recv_from = no_peer;
+    std::size_t recv_count = 0;
     strided_pieces pieces{};     // all_to_all: send_pieces
     device_id device = 0;
   };

@@ -503,12 +503,18 @@ inline void cuda_devices::do_permute(const collective_group& g, element_type t,
   device_state& me = here();
   const std::size_t sz = t.size, n = g.size(), r = g.rank;
   call mine{send, recv, signature, send_to, send_count, recv_from};
+  mine.recv_count = recv_count;
   const std::span<const call> calls = meet(g, mine);
-  for (std::size_t j = 0; j < n; ++j)
-    if (calls[j].peer == r && j != recv_from) throw_not_a_permutation(j, r, recv_from);
-  if (recv_from != no_peer && (calls[recv_from].peer != r || calls[recv_from].count != recv_count))
-    throw_permute_count_mismatch(r, recv_count, recv_from, calls[recv_from].count,
-                                 calls[recv_from].peer);
+  // Every member checks every member's pairing (the thread pool's checks, for all receivers
+  // k), so all throw the same error or none does: none is left inside NCCL waiting for a peer.
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t from = calls[k].recv_from;
+    for (std::size_t j = 0; j < n; ++j)
+      if (calls[j].peer == k && j != from) throw_not_a_permutation(j, k, from);
+    if (from != no_peer && (calls[from].peer != k || calls[from].count != calls[k].recv_count))
+      throw_permute_count_mismatch(k, calls[k].recv_count, from, calls[from].count,
+                                   calls[from].peer);
+  }
   if (nccl_group(g, t)) {
     std::vector<const void*> s(n, nullptr);
     std::vector<void*> rv(n, nullptr);
