@@ -2,10 +2,22 @@
 # TYPESHARD_WITH_CUDA: AUTO (default: when the CUDA toolkit, a CUDA compiler and NCCL are
 # found), ON (required: configure fails naming what is missing) or OFF. Included at the top
 # level, so that enable_language(CUDA) covers every directory that links the library.
+# AUTO is OFF where typeshard is a subproject (its consumer opts in) and in sanitizer builds
+# (nvcc takes no -fsanitize): finding CUDA costs ~5 s of every configure.
 set(TYPESHARD_WITH_CUDA AUTO CACHE STRING "Provide typeshard::cuda: AUTO, ON or OFF")
 set_property(CACHE TYPESHARD_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
 set(TYPESHARD_HAVE_CUDA FALSE)
-if(NOT TYPESHARD_WITH_CUDA STREQUAL "OFF")
+set(_ts_cuda_wanted TRUE)
+if(TYPESHARD_WITH_CUDA STREQUAL "OFF")
+  set(_ts_cuda_wanted FALSE)
+elseif(TYPESHARD_WITH_CUDA STREQUAL "AUTO" AND (NOT PROJECT_IS_TOP_LEVEL OR TYPESHARD_SANITIZE))
+  set(_ts_cuda_wanted FALSE)
+  message(STATUS "typeshard: no typeshard::cuda (TYPESHARD_WITH_CUDA=AUTO: not looked for in a "
+                 "subproject or a sanitizer build; set it ON)")
+elseif(TYPESHARD_WITH_CUDA STREQUAL "ON" AND TYPESHARD_SANITIZE)
+  message(FATAL_ERROR "typeshard: TYPESHARD_WITH_CUDA=ON cannot be combined with TYPESHARD_SANITIZE")
+endif()
+if(_ts_cuda_wanted)
   include(CheckLanguage)
   find_package(CUDAToolkit QUIET)
   check_language(CUDA)
