@@ -29,6 +29,15 @@ struct cuda_devices::run_state {
 
 namespace cuda_detail = detail::cuda_api;
 
+// cuda_api::reduce2d_async takes element_kind and reduce_op as these integers (reduce.cu).
+static_assert(static_cast<unsigned>(element_kind::int8) == 0 &&
+              static_cast<unsigned>(element_kind::float32) == 8 &&
+              static_cast<unsigned>(element_kind::complex128) == 11 &&
+              static_cast<unsigned>(element_kind::bfloat16) == 12 &&
+              static_cast<unsigned>(reduce_op::sum) == 0 &&
+              static_cast<unsigned>(reduce_op::max) == 1 &&
+              static_cast<unsigned>(reduce_op::min) == 2);
+
 inline cuda_devices::cuda_devices(std::size_t count, cuda_options options)
     : tf32_(options.allow_tf32) {
   if (count == 0) throw usage_error("typeshard: cuda_devices needs at least one device");
@@ -290,6 +299,7 @@ inline void cuda_devices::exchange(const collective_group& g, std::span<const vo
         gpus[j] = devices_[run_->devices[g.members[j]]].gpu;
       grp.comms.resize(g.size());
       cuda_detail::nccl_comms(gpus, grp.comms);
+      cuda_detail::set_gpu(me.gpu);  // in case NCCL's set-up left another GPU current
     }
     c = grp.comms[g.rank];
   }
