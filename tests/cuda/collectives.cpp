@@ -1,11 +1,12 @@
 // The CUDA backend's collectives against the thread pool's: every collective (all_gather,
 // reduce_scatter, all_reduce sum/max/min in and out of place, all_to_all between strided
 // layouts, permute with and without sources) over random sizes, groups (blocks and strides
-// of the devices) and element types (float, double, int32, bfloat16), on 8 simulated
-// devices of one GPU and on one device per GPU through NCCL (1 device; 2 where there are 2
-// GPUs). The same calls run on ts::cpu_devices on host buffers; results must be equal
+// of the devices) and element types (float, double, int32, int8, uint64, complex<float>,
+// bfloat16), on 8 simulated devices of one GPU and on one device per GPU through NCCL (1
+// device; 2 where there are 2 GPUs). The same calls run on ts::cpu_devices on host buffers; results must be equal
 // bitwise (both sum in group-rank order with the same per-element arithmetic).
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -20,6 +21,11 @@ namespace ts = typeshard;
 using bytes = std::vector<unsigned char>;
 
 namespace {
+
+template <class T>
+inline constexpr bool is_complex = false;
+template <class F>
+inline constexpr bool is_complex<std::complex<F>> = true;
 
 // A device's buffers in one collective: host vectors on the thread pool, device copies on
 // CUDA (filled from and read back into the same host vectors).
@@ -95,6 +101,8 @@ bytes random_bytes(std::mt19937& rng, std::size_t elements) {
   std::uniform_int_distribution<int> d(-50, 50);
   for (T& x : v) {
     if constexpr (std::is_same_v<T, ts::bfloat16>) x = T(static_cast<float>(d(rng)) / 8.0f);
+    else if constexpr (is_complex<T>)
+      x = T(static_cast<float>(d(rng)) / 7.0f, static_cast<float>(d(rng)) / 3.0f);
     else if constexpr (std::is_floating_point_v<T>) x = static_cast<T>(d(rng)) / T(7);
     else x = static_cast<T>(d(rng));
   }
@@ -137,7 +145,8 @@ struct tester {
     for (auto& c : counts) c = pick(0, 37);
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
-    const ts::reduce_op op = static_cast<ts::reduce_op>(pick(0, 2));
+    const ts::reduce_op op =
+        is_complex<T> ? ts::reduce_op::sum : static_cast<ts::reduce_op>(pick(0, 2));
     auto inputs = [&](std::size_t elements) {
       std::vector<bytes> v(n);
       for (auto& b : v) b = random_bytes<T>(rng, elements);
@@ -213,10 +222,13 @@ struct tester {
 
   void cases_on(std::size_t n, std::size_t rounds) {
     for (std::size_t k = 0; k < rounds; ++k) {
-      switch (pick(0, 3)) {
+      switch (pick(0, 6)) {
         case 0: one_case<float>(n); break;
         case 1: one_case<double>(n); break;
         case 2: one_case<std::int32_t>(n); break;
+        case 3: one_case<std::int8_t>(n); break;    // sums wrap
+        case 4: one_case<std::uint64_t>(n); break;
+        case 5: one_case<std::complex<float>>(n); break;  // sum only
         default: one_case<ts::bfloat16>(n); break;
       }
     }

@@ -6,6 +6,7 @@
 // events' ordering is not exercised), reductions are the thread pool's loops
 // (detail/reduce_kernels.hpp), NCCL's grouped send/recv is a rendezvous of the clique's
 // threads, GEMM is a plain loop. TYPESHARD_EMULATED_GPUS (default 2) GPUs are "visible".
+#include <complex>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -112,12 +113,15 @@ void zero_async(void* dst, std::size_t bytes, stream) {
 
 void reduce2d_async(unsigned kind, unsigned op, void* acc, std::size_t acc_ld, const void* x,
                     std::size_t x_ld, std::size_t rows, std::size_t cols, stream) {
+  auto as = [&]<class T>(T*) { reduce_rows<T>(op, acc, acc_ld, x, x_ld, rows, cols); };
   switch (static_cast<element_kind>(kind)) {
-    case element_kind::int32: return reduce_rows<std::int32_t>(op, acc, acc_ld, x, x_ld, rows, cols);
-    case element_kind::int64: return reduce_rows<std::int64_t>(op, acc, acc_ld, x, x_ld, rows, cols);
-    case element_kind::float32: return reduce_rows<float>(op, acc, acc_ld, x, x_ld, rows, cols);
-    case element_kind::float64: return reduce_rows<double>(op, acc, acc_ld, x, x_ld, rows, cols);
-    case element_kind::bfloat16: return reduce_rows<bfloat16>(op, acc, acc_ld, x, x_ld, rows, cols);
+    case element_kind::int8: return as(static_cast<std::int8_t*>(nullptr));
+    case element_kind::int32: return as(static_cast<std::int32_t*>(nullptr));
+    case element_kind::uint64: return as(static_cast<std::uint64_t*>(nullptr));
+    case element_kind::float32: return as(static_cast<float*>(nullptr));
+    case element_kind::float64: return as(static_cast<double*>(nullptr));
+    case element_kind::complex64: return as(static_cast<std::complex<float>*>(nullptr));
+    case element_kind::bfloat16: return as(static_cast<bfloat16*>(nullptr));
     default: throw error("emulated reduce2d_async: element kind not emulated");
   }
 }
