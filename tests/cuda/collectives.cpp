@@ -235,6 +235,17 @@ struct tester {
   }
 };
 
+// 64 bytes of a device's memory, given back however the body ends.
+struct scratch {
+  ts::cuda_devices& gpu;
+  ts::device_id d;
+  void* p = gpu.allocate(d, 64);
+  scratch(ts::cuda_devices& g, ts::device_id dev) : gpu(g), d(dev) {}
+  scratch(const scratch&) = delete;
+  scratch& operator=(const scratch&) = delete;
+  ~scratch() { gpu.deallocate(d, p); }
+};
+
 // A collective outside a run, and members that call different collectives: the checks
 // every backend shares, and this backend's signature comparison.
 void misuse(ts::cuda_devices& gpu) {
@@ -252,10 +263,9 @@ void misuse(ts::cuda_devices& gpu) {
   const ts::device_id devs[] = {0, 1};
   try {
     gpu.run(devs, [&](std::size_t i) {
-      void* p = gpu.allocate(devs[i], 64);
-      gpu.all_reduce({members, i}, ts::element_type_of<float>, ts::reduce_op::sum, p, p,
+      const scratch p{gpu, devs[i]};
+      gpu.all_reduce({members, i}, ts::element_type_of<float>, ts::reduce_op::sum, p.p, p.p,
                      i == 0 ? 4 : 8);  // different counts
-      gpu.deallocate(devs[i], p);
     });
   } catch (const ts::device_error& e) {
     threw = std::string(e.what()).find("called different collectives") != std::string::npos;
@@ -266,9 +276,8 @@ void misuse(ts::cuda_devices& gpu) {
   threw = false;
   try {
     gpu.run(devs, [&](std::size_t i) {
-      void* p = gpu.allocate(devs[i], 64);
-      gpu.permute({members, i}, ts::element_type_of<float>, p, 4, 0, p, 4, i == 0 ? 1 : 0);
-      gpu.deallocate(devs[i], p);
+      const scratch p{gpu, devs[i]};
+      gpu.permute({members, i}, ts::element_type_of<float>, p.p, 4, 0, p.p, 4, i == 0 ? 1 : 0);
     });
   } catch (const ts::device_error& e) {
     threw = std::string(e.what()).find("ppermute: member") != std::string::npos;

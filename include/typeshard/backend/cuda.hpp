@@ -22,8 +22,8 @@
 // Every collective returns once its work is queued on the calling device's stream; work the
 // caller queues after it on that stream (to_host, a GEMM, another collective) sees its result.
 //
-// Bodies of a run() each run on a host thread of their own, started for the run, with the
-// device's GPU current (cudaSetDevice). When no GPU is visible the constructor throws
+// Each device has a host thread of its own for the backend's life, with its GPU current
+// (cudaSetDevice): a run() hands each device's body to that thread. When no GPU is visible the constructor throws
 // typeshard::error with the CUDA runtime's reason.
 //
 // Not done yet: typeshard's operations (device_put, elementwise, matmul, ...) still run their
@@ -175,6 +175,23 @@ class cuda_devices final : public backend {
   std::size_t gpus_ = 0;
   bool use_nccl_ = false;
   bool tf32_ = false;
+  // Releases the workers and every handle made so far (the destructor; a failed constructor).
+  void release() noexcept;
+  void work(std::size_t device);  // device thread `device`'s loop
+
+  // One host thread per device for its whole life, its GPU current: a run hands each of its
+  // devices its position and the body (epoch), and waits until `remaining` is 0.
+  struct workers {
+    std::vector<std::thread> threads;
+    std::mutex mutex;
+    std::condition_variable wake, done;
+    std::uint64_t epoch = 0;
+    bool stop = false;
+    std::vector<std::size_t> position;  // per device: its index in the run, or no_peer
+    const detail::function_ref<void(std::size_t)>* body = nullptr;
+    std::size_t remaining = 0;
+  };
+  workers workers_;
   std::mutex run_mutex_;
   run_state* run_ = nullptr;  // the run in progress
   std::mutex mutex_;          // guards groups_, run_->aborted, the group states

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -64,13 +65,52 @@ inline cuda_devices::cuda_devices(std::size_t count, cuda_options options)
     for (std::size_t a = 0; a < gpus_; ++a)
       for (std::size_t b = 0; b < gpus_; ++b)
         cuda_detail::enable_peer_access(static_cast<int>(a), static_cast<int>(b));
+    workers_.position.assign(count, no_peer);
+    workers_.threads.reserve(count);
+    for (std::size_t d = 0; d < count; ++d) {
+      try {
+        workers_.threads.emplace_back([this, d] { work(d); });
+      } catch (const std::system_error& e) {
+        throw error("typeshard: cuda_devices: cannot start the host thread of device " +
+                    std::to_string(d) + ": " + e.what());
+      }
+    }
   } catch (...) {
-    this->~cuda_devices();  // releases what was made (null handles are skipped)
+    release();  // what was made so far (null handles are skipped)
     throw;
   }
 }
 
-inline cuda_devices::~cuda_devices() {
+inline cuda_devices::~cuda_devices() { release(); }
+
+inline void cuda_devices::work(std::size_t device) {
+  std::uint64_t seen = 0;
+  for (;;) {
+    std::size_t position = no_peer;
+    const detail::function_ref<void(std::size_t)>* body = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(workers_.mutex);
+      workers_.wake.wait(lock, [&] { return workers_.epoch != seen || workers_.stop; });
+      if (workers_.stop) return;
+      seen = workers_.epoch;
+      position = workers_.position[device];
+      body = workers_.body;
+    }
+    if (position == no_peer) continue;
+    (*body)(position);  // catches everything (do_run)
+    const std::lock_guard<std::mutex> lock(workers_.mutex);
+    if (--workers_.remaining == 0) workers_.done.notify_all();
+  }
+}
+
+inline void cuda_devices::release() noexcept {
+  {
+    const std::lock_guard<std::mutex> lock(workers_.mutex);
+    workers_.stop = true;
+  }
+  workers_.wake.notify_all();
+  for (std::thread& t : workers_.threads) t.join();
+  workers_.threads.clear();
   for (device_state& s : devices_) {
     if (s.stream == nullptr) continue;
     try {
@@ -162,7 +202,7 @@ inline void cuda_devices::do_run(std::span<const device_id> devices,
     }
     met_.notify_all();
   };
-  auto work = [&](std::size_t i) {
+  auto one = [&](std::size_t i) {
     detail::cuda_current_body = {this, devices.size(), i};
     try {
       cuda_detail::set_gpu(devices_[devices[i]].gpu);
@@ -173,26 +213,24 @@ inline void cuda_devices::do_run(std::span<const device_id> devices,
     }
     detail::cuda_current_body = {};
   };
-  std::vector<std::thread> threads;
-  threads.reserve(devices.size());
-  std::exception_ptr start_failure;
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    try {
-      threads.emplace_back(work, i);
-    } catch (...) {
-      start_failure = std::current_exception();
-      abort_run();
-      break;
-    }
+  const detail::function_ref<void(std::size_t)> each(one);
+  {
+    std::unique_lock<std::mutex> lock(workers_.mutex);
+    std::fill(workers_.position.begin(), workers_.position.end(), no_peer);
+    for (std::size_t i = 0; i < devices.size(); ++i) workers_.position[devices[i]] = i;
+    workers_.body = &each;
+    workers_.remaining = devices.size();
+    ++workers_.epoch;
+    workers_.wake.notify_all();
+    workers_.done.wait(lock, [&] { return workers_.remaining == 0; });
+    workers_.body = nullptr;
   }
-  for (std::thread& t : threads) t.join();
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     run_ = nullptr;
     if (rs.aborted)  // members released mid-collective: the groups start afresh
       for (auto& [members, grp] : groups_) grp.arrived = 0;
   }
-  if (start_failure) std::rethrow_exception(start_failure);
   // The first device that failed on its own, before one released from a collective.
   std::size_t chosen = failures.size();
   for (std::size_t i = 0; i < failures.size(); ++i) {
