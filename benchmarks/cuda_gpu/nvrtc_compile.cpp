@@ -1,8 +1,8 @@
-// benchmarks/cuda_nvrtc_compile.cpp: what compiling the CUDA backend's reduction kernel at run
+// benchmarks/cuda_gpu/nvrtc_compile.cpp: what compiling the CUDA backend's reduction kernel at run
 // time with NVRTC would cost, per kernel, against nothing at run time for the kernels nvcc
 // compiles once into typeshard::cuda (docs/gpu.md, "nvcc units or NVRTC"). Needs no GPU
 // (NVRTC compiles on the host). Build and run:
-//   g++ -std=c++20 -O2 -I/usr/local/cuda/include benchmarks/cuda_nvrtc_compile.cpp \
+//   g++ -std=c++20 -O2 -I/usr/local/cuda/include benchmarks/cuda_gpu/nvrtc_compile.cpp \
 //       -L/usr/local/cuda/lib64 -lnvrtc -o build/nvrtc_compile && build/nvrtc_compile
 #include <nvrtc.h>
 

@@ -1,5 +1,6 @@
-// benchmarks/cuda_bandwidth.cpp: the CUDA backend against the GPU's own figures (prints one
-// markdown table; scripts/gpu-check puts it in its report).
+// benchmarks/cuda_gpu/bandwidth.cpp: the CUDA backend against the GPU's own figures (prints one
+// markdown table; scripts/gpu-check puts it in its report). A folder of its own: benchmarks/*.cpp
+// are Google Benchmark programs built without CUDA; this one is built by tests/cuda.
 // - Collectives between 8 simulated devices of one GPU: bytes each member receives per second
 //   (summed over members), against cudaMemcpy device-to-device bandwidth (bytes copied per
 //   second) on the same GPU. The target: at least 70%.
