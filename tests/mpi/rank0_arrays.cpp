@@ -1,8 +1,9 @@
 // Rank-0 arrays on MPI ranks (issue 35 item 5): a reduction over every dimension of a sharded
 // array, of a shard_map block and of a traced loss gives a rank-0 array whose value (item(),
-// to_host) every rank reads, equal to the thread pool's and to a serial loop's; the gradient of
-// a rank-0 loss equals the thread pool's too (whose own correctness tests/unit/rank0_arrays.cpp
-// checks against finite differences).
+// to_host) every rank reads, equal to the thread pool's and to a serial loop's, as does an
+// einsum with an empty output; the gradient of a rank-0 loss (a mean, or a dot product) equals
+// the thread pool's too (whose own correctness tests/unit/rank0_arrays.cpp and einsum_rank0.cpp
+// check against finite differences).
 #include "support.hpp"
 
 #include <cmath>
@@ -38,6 +39,20 @@ std::vector<double> program(ts::backend& b, const ts::host_tensor<double, 2>& a)
       [](const auto& blk) { return ts::psum<"x", "y">(ts::sum<>(blk)); });
   r.push_back(f(A).item());
 
+  // An einsum with an empty output (a dot product): rank 0, unreduced over x until resharded;
+  // and the gradient of a loss written as one.
+  ts::host_tensor<double, 1> flat({a.size()});
+  for (std::size_t i = 0; i < a.size(); ++i) flat.data()[i] = a.data()[i];
+  const auto V = ts::device_put<ts::spec<"x">>(m, flat);
+  const auto dot = ts::einsum<"i,i->">(V, V);
+  static_assert(decltype(dot)::rank == 0);
+  r.push_back(ts::reshard<ts::spec<>>(dot).item());  // result 7: the sum of squares
+  const auto dot_loss = [](auto u, auto v) { return ts::einsum<"i,i->">(ts::sin(u), v); };
+  const auto [dl, dg] = ts::value_and_grad(dot_loss)(V, V);
+  r.push_back(ts::reshard<ts::spec<>>(dl).item());
+  const auto dgh = ts::to_host(ts::reshard<ts::spec<>>(dg));
+  r.insert(r.end(), dgh.values().begin(), dgh.values().end());
+
   // A rank-0 loss under value_and_grad; its gradient, all-reduced.
   const auto loss = [](auto w, auto x) {
     const auto e = ts::matmul(x, w) - 1.0;
@@ -63,8 +78,8 @@ void same_numbers(unsigned seed) {
     ts::host_tensor<double, 2> a(e);
     std::uniform_int_distribution<int> d(-9, 9);  // small integers: exact sums in any order
     for (double& v : a.values()) v = d(rng);
-    double sum = 0, mx = -INFINITY;
-    for (double v : a.values()) sum += v, mx = std::max(mx, v);
+    double sum = 0, mx = -INFINITY, squares = 0;
+    for (double v : a.values()) sum += v, mx = std::max(mx, v), squares += v * v;
     const auto on_mpi = program<Mesh>(mpi_test::devices(), a);
     ts::cpu_devices threads{Mesh::size};
     const auto on_threads = program<Mesh>(threads, a);
@@ -72,6 +87,7 @@ void same_numbers(unsigned seed) {
     CHECK(on_mpi[0] == sum);
     CHECK(on_mpi[2] == mx);
     CHECK(on_mpi[6] == sum);
+    CHECK(on_mpi[7] == squares);
     for (std::size_t i = 0; i < on_mpi.size(); ++i) {
       INFO("result " << i);
       REQUIRE(std::abs(on_mpi[i] - on_threads[i]) <= 1e-12 * (1 + std::abs(on_threads[i])));

@@ -85,11 +85,16 @@ static_assert(gives<clash, ts::spec<none, "model", none>> && clash::collectives 
 using summed = ts::einsum_plan<"ij,jk->k", mesh_2x2, ts::spec<"x", none>, ts::spec<none, "y">>;
 static_assert(gives<summed, ts::spec<"y">, ts::unreduced<"x">>);
 static_assert(ts::communication_free<summed>);
-// An empty output ("i,i->", a dot product): a rank-1 result of extent 1.
+// An empty output ("i,i->", a dot product): a rank-0 result (the plan rank is 1).
 using dot = ts::einsum_plan<"i,i->", mesh_2x2, ts::spec<"x">, ts::spec<"x">>;
-static_assert(dot::result_rank == 1 && gives<dot, ts::spec<none>, ts::unreduced<"x">>);
-using dot_r = ts::einsum_plan<"i,i->", mesh_2x2, ts::spec<"x">, ts::spec<"x">, ts::spec<none>>;
-static_assert(gives<dot_r, ts::spec<none>> && dot_r::collectives == 1);
+static_assert(dot::result_rank == 0 && dot::rank == 1 &&
+              gives<dot, ts::spec<>, ts::unreduced<"x">>);
+using dot_r = ts::einsum_plan<"i,i->", mesh_2x2, ts::spec<"x">, ts::spec<"x">, ts::spec<>>;
+static_assert(gives<dot_r, ts::spec<>> && dot_r::collectives == 1);
+// A rank-0 operand (",i->i", a scaling): the other's sharding kept, no communication.
+using scale = ts::einsum_plan<",i->i", mesh_2x2, ts::spec<>, ts::spec<"y">>;
+static_assert(scale::lhs_rank == 0 && gives<scale, ts::spec<"y">> &&
+              ts::communication_free<scale>);
 // Outer product: free letters on different axes.
 static_assert(gives<ts::einsum_plan<"i,j->ij", mesh_2x2, ts::spec<"x">, ts::spec<"y">>,
                     ts::spec<"x", "y">>);

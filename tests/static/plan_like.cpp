@@ -41,6 +41,7 @@ static_assert(ts::plan_like<reshard> && ts::plan_like<einsum> && ts::plan_like<m
 static_assert(ts::plan_like<max_rows> && ts::plan_like<sum_dyn>);
 static_assert(ts::plan_like<softmax> && ts::plan_like<log_softmax> && ts::plan_like<layer_norm>);
 static_assert(ts::plan_like<permute> && ts::plan_like<split> && ts::plan_like<merge>);
+static_assert(ts::plan_like<ts::slice_in_dim_plan<X, 1, 2, 5>>);
 static_assert(!ts::plan_like<int> && !ts::plan_like<X>);
 
 // ---- the steps for given extents -----------------------------------------------------------
@@ -116,5 +117,29 @@ using layer_norm_local = ts::layer_norm_plan_for<D, 1>;
 static_assert(!layer_norm_local::communicates && layer_norm_local::steps.size() == 3);
 // Collectives and slices name no kernel.
 static_assert(reshard::steps[0].op == op::none);
+
+// ---- a slice: its window copy is a local step the executor runs -----------------------------
+// Columns [2, 7) of X (columns over y): they cross y's shards, so gathered, copied, sliced.
+using slice_cols = ts::slice_in_dim_plan<X, 1, 2, 5>;
+static_assert(ts::plan_like<slice_cols> && slice_cols::valid);
+static_assert(slice_cols::steps.size() == 3 && slice_cols::collectives == 1);
+static_assert(slice_cols::steps[0].kind == kind::all_gather &&
+              slice_cols::steps[0].operand == operand::array);
+static_assert(slice_cols::steps[1].kind == kind::slice && slice_cols::steps[1].op == op::window &&
+              slice_cols::steps[1].operand == operand::out && slice_cols::steps[1].payload == 0);
+static_assert(slice_cols::steps[2].kind == kind::slice && slice_cols::steps[2].op == op::none &&
+              slice_cols::steps[2].operand == operand::out);
+// a 4x8 block, gathered over y's 2 devices: one other 4x8 block received
+static_assert(slice_cols::bytes_per_device == 4 * 8 * sizeof(float));
+// Rows [0, 8) of X (rows over x): each result shard is the operand's own, the window step
+// alone.
+static_assert(ts::slice_in_dim_plan<X, 0, 0, 8>::steps.size() == 1 &&
+              !ts::slice_in_dim_plan<X, 0, 0, 8>::communicates);
+static_assert(ts::slice_in_dim_plan<X, 0, 0, 8>::steps[0].op == op::window);
+static_assert(!ts::slice_in_dim_plan<X, 0, 4, 8>::valid);  // past the extent
+// Dynamic extents: the steps for the extents given.
+using slice_dyn = ts::slice_in_dim_plan<D, 1, 1, 3>;
+static_assert(ts::plan_like<slice_dyn> && slice_dyn::bytes_per_device == 0);
+static_assert(slice_dyn::steps_for({6, 9}).count == 1);  // dimension 1 unsharded: local
 
 }  // namespace

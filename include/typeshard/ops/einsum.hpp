@@ -12,7 +12,9 @@
 // Letters name dimensions: a letter in both operands and the output is a batch letter, in
 // both operands only a contracting letter, in one operand and the output a free letter, in
 // one operand only a summed letter (summed locally; the result is unreduced over its axes
-// when it is sharded). An empty output ("i,i->") gives a rank-1 array of extent 1. The plan
+// when it is sharded). An empty output ("i,i->") gives a rank-0 array, as jnp.einsum does
+// (unreduced over the contracted letters' axes, as ts::sum<> is); an operand may be rank 0
+// (",i->i": a scaling). The plan
 // (plan/einsum_plan.hpp) is chosen at compile time and runs as ONE multi-device operation,
 // as ts::matmul's does: the operands' collectives, the local product (each device lays its
 // blocks out as batched matrices and calls kernels::gemm, see array/detail/einsum_kernel.hpp),
@@ -169,8 +171,8 @@ void check_einsum_operands(const A& a, const B& b) {
   check_einsum_extents(equation_of<S>, S.view(), a.extents(), b.extents());
 }
 
-// The result's extents: each output letter's, static where either operand's is; [1] for an
-// empty output.
+// The result's extents: each output letter's, static where either operand's is; extents<> for
+// an empty output.
 template <einsum_subscripts S, class LE, class RE,
           class = std::make_index_sequence<equation_of<S>.result_rank()>>
 struct einsum_out_extents;
@@ -178,7 +180,6 @@ template <einsum_subscripts S, class LE, class RE, std::size_t... D>
 struct einsum_out_extents<S, LE, RE, std::index_sequence<D...>> {
   static constexpr std::size_t pick(std::size_t d) {
     constexpr einsum_equation eq = equation_of<S>;
-    if (eq.out_rank == 0) return 1;
     const char x = eq.out[d];
     const std::size_t l = eq.lhs_dim(x), r = eq.rhs_dim(x);
     if (l < eq.lhs_rank && LE::static_extents[l] != dyn) return LE::static_extents[l];

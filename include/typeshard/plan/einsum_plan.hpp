@@ -8,7 +8,7 @@
 //   static_assert(ts::communication_free<plan>);
 //   plan::describe();   // "local gemm"
 //
-// Two operands of any ranks (1 to 8), letters naming dimensions (see
+// Two operands of any ranks (0 to 8), letters naming dimensions (see
 // detail/einsum_subscripts.hpp for the grammar and the roles batch / contracting / free /
 // summed); the choice is made as detail/einsum_planner.hpp documents: by rule without an
 // output spec (the result may be unreduced), the fewest bytes moved per device with one.
@@ -27,7 +27,7 @@
 // (any padded shapes). `rank` is the plan rank: the largest of the operands' and the result's
 // ranks; a step's spec_after lists an operand of lower rank with trailing none entries (its
 // trailing extent-1 padding), and a step's `dim` is the operand's own dimension. An empty
-// output ("i,i->") is a rank-1 result of extent 1.
+// output ("i,i->") is a rank-0 result (out_spec spec<>; result_rank 0, the plan rank 1).
 //
 // einsum_valid<Subscripts, A, B[, OutSpec]> answers whether ts::einsum accepts the operands,
 // without firing a diagnostic (for requires-clauses and generic code).

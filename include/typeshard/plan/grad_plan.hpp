@@ -150,15 +150,8 @@ using contribution_unreduced_t =
 
 namespace detail {
 
-// The letter used for the extent-1 dimension of an empty output ("i,i->"): one the equation
-// does not use.
-constexpr char free_letter(const einsum_equation& eq) {
-  for (char c = 'a'; c <= 'z'; ++c)
-    if (eq.lhs_dim(c) == eq.lhs_rank && eq.rhs_dim(c) == eq.rhs_rank) return c;
-  return 'Z';
-}
-
-// "<out>,<other>-><operand>": the equation of d operand = einsum(d out, other).
+// "<out>,<other>-><operand>": the equation of d operand = einsum(d out, other) (",i->i" for
+// "i,i->": d out is rank 0).
 template <einsum_subscripts S, bool Lhs>
 constexpr einsum_subscripts transposed_subscripts() {
   constexpr einsum_equation eq = equation_of<S>;
@@ -166,10 +159,7 @@ constexpr einsum_subscripts transposed_subscripts() {
   auto put = [&](char c) {
     if (t.length < max_einsum_subscripts_length) t.chars[t.length++] = c;
   };
-  if (eq.out_rank == 0)
-    put(free_letter(eq));
-  else
-    for (std::size_t i = 0; i < eq.out_rank; ++i) put(eq.out[i]);
+  for (std::size_t i = 0; i < eq.out_rank; ++i) put(eq.out[i]);
   put(',');
   if constexpr (Lhs)
     for (std::size_t i = 0; i < eq.rhs_rank; ++i) put(eq.rhs[i]);

@@ -15,7 +15,8 @@
 // P::communicates; P::describe(); and the data one device receives by its collectives with
 // static extents: P::bytes_per_device, or, for a plan that knows no element type (a reshard
 // plan), P::elements_per_device. Modelled by reshard_plan, einsum_plan, matmul_plan,
-// reduce_plan, softmax_plan, layer_norm_plan and the dims plans (tests/static/plan_like.cpp).
+// reduce_plan, softmax_plan, layer_norm_plan, the dims plans and slice_in_dim_plan
+// (tests/static/plan_like.cpp).
 //
 // Compile-time vocabulary only: no runtime header is included.
 #pragma once

@@ -20,6 +20,7 @@
 // every operand the same way. The cost model is plan/step.hpp's.
 //
 //   slice_plan<Rank>                                  the plan (a value)
+//   slice_in_dim_plan<A, Dim, Start, Size>            a slice's plan as a type (ts::plan_like)
 //   detail::plan_window(mesh, spec, dim, in, shift, out, op)   result j <- operand j + shift
 //   detail::plan_concat(mesh, spec, dim, out)
 //
@@ -34,16 +35,20 @@
 #include "../core/config.hpp"
 #include "../core/detail/mesh_value.hpp"
 #include "../core/detail/spec_layout.hpp"
+#include "../core/extents.hpp"
 #include "../core/layout.hpp"
 #include "../core/spec.hpp"
 #include "step.hpp"
 
 namespace typeshard {
 
-// slice_plan<Rank>: what a slice, pad or concatenation of a rank-Rank array runs. `steps`
-// (count of them) are: [all_gather along `dim`], the local copy of the window (the step at
-// `window_at`, kind slice, the operand laid out with `dim` whole or as it is), [slice back to
-// the operand's spec].
+// slice_plan<Rank>: what a slice, pad or concatenation of a rank-Rank array runs, on the one
+// executor (ops/detail/executor.hpp). `steps` (count of them) are: [all_gather of the operand
+// along `dim`], the local copy of the window into the result (the step at `window_at`, kind
+// slice, local_op::window, operand out, its payload window(): the result laid out with `dim`
+// whole or as the operand is), [slice of the result back to the operand's spec]. Each operand
+// runs operand_steps() (a concatenation's each with its own window), the result then
+// result_steps().
 template <std::size_t Rank>
 struct slice_plan {
   static constexpr std::size_t rank = Rank;
@@ -57,6 +62,18 @@ struct slice_plan {
   std::size_t window_at = 0;       // the index of the local window copy in steps
 
   constexpr std::span<const step<Rank>> step_list() const { return {steps.data(), count}; }
+  // The steps each operand runs (up to the window copy, included), those the result runs.
+  constexpr std::span<const step<Rank>> operand_steps() const {
+    return {steps.data(), window_at + 1};
+  }
+  constexpr std::span<const step<Rank>> result_steps() const {
+    return {steps.data() + window_at + 1, count - window_at - 1};
+  }
+  // The window step's payload for the (first) operand: result j <- operand j + shift, zeros
+  // outside it but in a concatenation (whose other operands fill the rest).
+  constexpr detail::window_payload window() const {
+    return {shift, in_extent, out_extent, op[0] != 'c'};
+  }
   constexpr bool communicates() const { return collectives() != 0; }
   constexpr std::size_t collectives() const {
     std::size_t n = 0;
@@ -137,8 +154,8 @@ constexpr step<Rank> window_step(step_kind kind, std::size_t dim, const dim_spec
   return s;
 }
 
-// The steps around a local window copy: the gather of `dim` when `gather`, the copy, the
-// slice back to `s`.
+// The steps around a local window copy: the gather of the operand's `dim` when `gather`, the
+// copy into the result (window payload 0), the result's slice back to `s`.
 template <std::size_t Rank>
 constexpr void push_window_steps(slice_plan<Rank>& p, const spec_array<Rank>& s,
                                  const dim_spec& unreduced, bool gather) {
@@ -147,9 +164,14 @@ constexpr void push_window_steps(slice_plan<Rank>& p, const spec_array<Rank>& s,
   if (gather)
     p.steps[p.count++] = window_step(step_kind::all_gather, p.dim, s[p.dim], whole, unreduced);
   p.window_at = p.count;
-  p.steps[p.count++] =
-      window_step(step_kind::slice, p.dim, dim_spec{}, gather ? whole : s, unreduced);
-  if (gather) p.steps[p.count++] = window_step(step_kind::slice, p.dim, s[p.dim], s, unreduced);
+  step<Rank> copy = window_step(step_kind::slice, p.dim, dim_spec{}, gather ? whole : s, unreduced);
+  copy.operand = step_operand::out;
+  copy.op = local_op::window;
+  p.steps[p.count++] = copy;
+  if (gather) {
+    p.steps[p.count] = window_step(step_kind::slice, p.dim, s[p.dim], s, unreduced);
+    p.steps[p.count++].operand = step_operand::out;
+  }
 }
 
 // The plan of a window: result index j along `dim` (extent out_extent) is operand index
@@ -188,5 +210,60 @@ constexpr slice_plan<Rank> plan_concat(const mesh_value& m, const spec_array<Ran
 }
 
 }  // namespace detail
+
+// slice_in_dim_plan<A, Dim, Start, Size>: the plan ts::slice_in_dim<Dim> runs on an array of
+// type A for the range [Start, Start + Size), as a type (ts::plan_like, plan/plan_like.hpp):
+// steps_for(extents), the slice_plan's steps for those extents; steps, collectives,
+// communicates, describe() and bytes_per_device for A's static extents (a dynamic extent
+// taken as 1, or Start + Size along Dim; bytes_per_device then 0).
+template <class A, std::size_t Dim, std::size_t Start, std::size_t Size>
+  requires(Dim < A::rank)
+struct slice_in_dim_plan {
+  static constexpr std::size_t rank = A::rank;
+  using mesh_type = typename A::mesh_type;
+  using value_type = typename A::value_type;
+
+  static constexpr slice_plan<rank> plan_for(const shape<rank>& extents) {
+    dim_spec unreduced;
+    for (std::size_t i = 0; i < A::unreduced_type::size; ++i)
+      unreduced.axes[unreduced.count++] = A::unreduced_type::axes[i];
+    return detail::plan_window<rank>(detail::mesh_value_of<mesh_type>(),
+                                     detail::spec_array_of<typename A::spec, rank>(), unreduced,
+                                     Dim, extents[Dim], static_cast<std::ptrdiff_t>(Start), Size,
+                                     "slice");
+  }
+  static constexpr detail::step_array<rank, 3> steps_for(const shape<rank>& extents) {
+    const slice_plan<rank> p = plan_for(extents);
+    detail::step_array<rank, 3> out;
+    for (std::size_t i = 0; i < p.count; ++i) out.push(p.steps[i]);
+    return out;
+  }
+
+ private:
+  static constexpr shape<rank> nominal_ = [] {
+    shape<rank> e{};
+    for (std::size_t d = 0; d < rank; ++d) {
+      const std::size_t s = A::extents_type::static_extents[d];
+      e[d] = s != dyn ? s : d == Dim ? Start + Size : 1;
+    }
+    return e;
+  }();
+  static constexpr auto list_ = steps_for(nominal_);
+
+ public:
+  // Whether the range lies inside a static extent (a dynamic one is checked at run time).
+  static constexpr bool valid = Start + Size <= nominal_[Dim];
+  static constexpr std::array<step<rank>, list_.count> steps =
+      detail::take_steps<list_.count>(list_);
+  static constexpr std::size_t collectives = detail::count_collectives(steps);
+  static constexpr bool communicates = collectives != 0;
+  static constexpr std::size_t bytes_per_device =
+      A::extents_type::all_static
+          ? static_cast<std::size_t>(detail::elements_received_by<mesh_type>(
+                                         steps, detail::spec_array_of<typename A::spec, rank>(),
+                                         nominal_) + 0.5) * sizeof(value_type)
+          : 0;
+  static std::string describe() { return plan_for(nominal_).describe(); }
+};
 
 }  // namespace typeshard

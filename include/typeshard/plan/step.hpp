@@ -7,9 +7,8 @@
 //
 // Every plan (reshard, einsum, matmul, reduce, softmax, layer_norm, dims, slice) lists its
 // collectives, local slices and local compute as ts::step values; one executor
-// (ops/detail/executor.hpp) runs exactly those values (a slice plan's window step is copied by
-// ops/detail/slice_blocks.hpp), so a plan printed or checked at compile time and the steps run
-// at run time cannot disagree. A step names its operand (a matmul
+// (ops/detail/executor.hpp) runs exactly those values, so a plan printed or checked at compile
+// time and the steps run at run time cannot disagree. A step names its operand (a matmul
 // has three), what it does, over which mesh axes, and the sharding it leaves behind; a local
 // step also names its kernel and that kernel's arguments (`op`, `reduce`, `over`, `payload`),
 // as values, so the executor dispatches on the step alone.
@@ -68,8 +67,23 @@ enum class local_op : unsigned char {
   layer_norm_normalize,   // layer_norm: (x - mean) * rstd, rstd = 1 / sqrt(slot 1 / count +
                           // eps) kept in slot 1; eps the run's scalar number `payload`
   layer_norm_grad_sums,   // layer_norm's backward: slot 0 = sum g, slot 1 = sum g * y
-  layer_norm_grad         // layer_norm's backward: dx = (g - mean g - y mean(g y)) * rstd
+  layer_norm_grad,        // layer_norm's backward: dx = (g - mean g - y mean(g y)) * rstd
+  window                  // slice, pad, concat (kind slice, operand out): the array's block
+                          // copied into the result's along `dim` by the run's window `payload`
 };
+
+namespace detail {
+// The payload of a local_op::window step: result index j along the step's `dim` is the array
+// operand's index j + shift (extent in_extent), for j in [0, out_extent); where that is out
+// of range the result holds zero (`zeros`: a slice or pad) or another operand's elements (a
+// concatenation: each operand's window step fills its part of one result block).
+struct window_payload {
+  std::ptrdiff_t shift = 0;
+  std::size_t in_extent = 0;
+  std::size_t out_extent = 0;
+  bool zeros = true;
+};
+}  // namespace detail
 
 // Which row statistics a collective on `stats` all-reduces: its `payload`, a mask of slots.
 inline constexpr std::size_t stats_slot0 = 1, stats_slot1 = 2, stats_both = 3;

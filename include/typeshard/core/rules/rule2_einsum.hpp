@@ -20,7 +20,7 @@ struct einsum_subscripts_malformed {
   static constexpr bool fire() {
     static_assert(detail::always_false_values<Position>,
                   "typeshard: rule 2 (einsum): the subscripts are not \"<lhs>,<rhs>-><out>\" "
-                  "with 1 to 8 letters (a-z, A-Z) per operand and 0 to 8 in the output "
+                  "with 0 to 8 letters (a-z, A-Z) in each operand and in the output "
                   "(Position: the first character that does not fit); fix: write them as "
                   "ts::einsum<\"bsd,df->bsf\">, without spaces or \"...\"");
     return true;

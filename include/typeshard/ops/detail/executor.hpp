@@ -5,12 +5,14 @@
 // the very values its plan type lists: ts::reshard its reshard_plan's steps, ts::einsum and
 // ts::matmul the steps of detail::einsum_steps_of (what their plans' steps hold), ts::sum,
 // mean, max and min their reduce_plan's, ts::softmax, ts::log_softmax and ts::layer_norm
-// (forward and backward) theirs. Each device walks the steps on its own blocks and runs each
-// by its kind and payload, whatever the operation: a collective or a slice on the operand it
+// (forward and backward) theirs, ts::slice, split, concat and pad their slice_plan's. Each
+// device walks the steps on its own blocks and runs each by its kind and payload, whatever
+// the operation: a collective or a slice on the operand it
 // names (ops/detail/operand_steps.hpp), a `local_gemm` by the einsum kernel on the contraction
 // the step names (array/detail/einsum_kernel.hpp; it reads a pending slice of an operand in
 // place), a `local_reduce` by the reduction kernel (ops/detail/reduce_kernel.hpp) or a row
-// kernel (ops/detail/row_kernels.hpp), a `local_elementwise` by a row kernel. No operation
+// kernel (ops/detail/row_kernels.hpp), a `local_elementwise` by a row kernel, a slice step
+// with local_op::window by the window copy (ops/detail/window_kernel.hpp). No operation
 // interprets its own plan. Not a template of the plan (its steps arrive as values) nor of the
 // mesh (a value, core/detail/mesh_value.hpp), so a program with many plans and meshes
 // instantiates it once per element type and rank (and result element type: an einsum of
@@ -45,15 +47,17 @@
 #include "operand_steps.hpp"
 #include "reduce_kernel.hpp"
 #include "row_kernels.hpp"
+#include "window_kernel.hpp"
 
 namespace typeshard::detail {
 
 // What a plan's local steps name besides their own fields, held by the run: the contractions
-// a `local_gemm` step numbers (`payload`: the einsum's equation) and the scalars a row kernel
-// numbers (layer_norm_normalize's `payload`: its eps).
+// a `local_gemm` step numbers (`payload`: the einsum's equation), the scalars a row kernel
+// numbers (layer_norm_normalize's `payload`: its eps) and the windows a window step numbers.
 struct step_payloads {
   std::span<const einsum_equation> contractions{};
   std::span<const double> scalars{};
+  std::span<const window_payload> windows{};
 };
 
 // The kernel families a run may meet, by its plan's local steps: a run instantiates only
@@ -63,7 +67,8 @@ enum kernel_families : unsigned {
   no_kernels = 0,
   contraction_kernels = 1,  // local_gemm (einsum, matmul)
   reduction_kernels = 2,    // local_reduce with local_op::reduce (sum, mean, max, min)
-  row_op_kernels = 4        // the row kernels (softmax, log_softmax, layer_norm)
+  row_op_kernels = 4,       // the row kernels (softmax, log_softmax, layer_norm)
+  window_kernels = 8        // the window copy (slice, split, concat, pad)
 };
 
 // One device's blocks while a plan runs: the operands (by step_operand: array, lhs, rhs) in T,
@@ -244,6 +249,15 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
           run_reduction<T, Rank>(m, p, s, st.in[static_cast<std::size_t>(step_operand::array)]);
         else
           throw_kernel_not_built(s.op);
+        break;
+      case local_op::window:
+        if constexpr ((Kernels & window_kernels) != 0 && std::is_same_v<T, C>) {
+          if (s.payload >= pl.windows.size())
+            throw usage_error("typeshard: internal: a window step names no window of the run");
+          run_window<T, Rank>(m, p, s, st.in[array_operand], st.out, pl.windows[s.payload]);
+        } else {
+          throw_kernel_not_built(s.op);
+        }
         break;
       default:  // a row kernel on the array's block
         if constexpr ((Kernels & row_op_kernels) != 0)

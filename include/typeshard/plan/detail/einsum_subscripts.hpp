@@ -3,7 +3,8 @@
 // Internal: do not rely on anything in detail/ (the public face is plan/einsum_plan.hpp).
 //
 // Grammar: <lhs>,<rhs>-><out>, each part a run of ASCII letters (a-z, A-Z), no spaces, no
-// ellipsis; the output may be empty (a full contraction, "i,i->"). A letter is
+// ellipsis; any part may be empty: an empty output is a full contraction ("i,i->", a rank-0
+// result), an empty operand a rank-0 one (",i->i" scales). A letter is
 //   - batch:       in both operands and the output;
 //   - contracting: in both operands, not the output;
 //   - free:        in one operand and the output;
@@ -91,14 +92,14 @@ struct einsum_equation {
     if (l) return o ? einsum_role::lhs_free : einsum_role::lhs_summed;
     return o ? einsum_role::rhs_free : einsum_role::rhs_summed;
   }
-  // The result's rank: an empty output is a rank-1 array of extent 1 (typeshard arrays
-  // have rank >= 1).
-  constexpr std::size_t result_rank() const { return out_rank ? out_rank : 1; }
-  // The rank every step of a plan is written in: the largest, lower ranks padded with
-  // trailing extent-1, unsharded dimensions (which leaves row-major blocks as they are).
+  // The result's rank: 0 for an empty output (a rank-0 array, as jnp.einsum gives).
+  constexpr std::size_t result_rank() const { return out_rank; }
+  // The rank every step of a plan is written in: the largest (at least 1), lower ranks padded
+  // with trailing extent-1, unsharded dimensions (which leaves row-major blocks as they are).
   constexpr std::size_t plan_rank() const {
     std::size_t r = lhs_rank > rhs_rank ? lhs_rank : rhs_rank;
-    return r > result_rank() ? r : result_rank();
+    r = r > out_rank ? r : out_rank;
+    return r > 0 ? r : 1;
   }
 };
 
@@ -130,10 +131,10 @@ constexpr einsum_equation parse_einsum(std::string_view s) {
     return e;
   };
   if (!part(e.lhs, e.lhs_rank)) return e;
-  if (e.lhs_rank == 0 || i >= s.size() || s[i] != ',') return malformed();
+  if (i >= s.size() || s[i] != ',') return malformed();
   ++i;
   if (!part(e.rhs, e.rhs_rank)) return e;
-  if (e.rhs_rank == 0 || i + 1 >= s.size() || s[i] != '-' || s[i + 1] != '>') return malformed();
+  if (i + 1 >= s.size() || s[i] != '-' || s[i + 1] != '>') return malformed();
   i += 2;
   if (!part(e.out, e.out_rank)) return e;
   if (i != s.size()) return malformed();
