@@ -7,7 +7,7 @@ namespace ts = typeshard;
 
 using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
 
-ts::host_tensor<float, 1> max_of_row_sums(const ts::device_mesh<mesh_2x2>& m,
+ts::host_tensor<float, 0> max_of_row_sums(const ts::device_mesh<mesh_2x2>& m,
                                           const ts::host_tensor<float, 2>& host) {
   auto a = ts::device_put<ts::spec<"x", "y">>(m, host);
   auto row_sums = ts::sum<1>(a);  // unreduced over "y"
