@@ -120,7 +120,7 @@ auto block_product(const A& a, const B& b) {
 // reads it in place (kernels::gemm's trans flags), and extents, checks and messages are the
 // transposed ones.
 template <class A, class B>
-  requires((block_type<A> || transposed_block<A>) && (block_type<B> || transposed_block<B>))
+  requires((block_like<A> || transposed_block<A>) && (block_like<B> || transposed_block<B>))
 auto matmul(const A& a, const B& b) {
   using arr_a = std::remove_cvref_t<A>;
   using arr_b = std::remove_cvref_t<B>;

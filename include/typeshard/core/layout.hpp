@@ -222,7 +222,7 @@ constexpr bool is_even(const spec_array<Rank>& s, const shape<Rank>& global) {
 
 }  // namespace detail
 
-template <mesh_type Mesh, spec_type Spec, std::size_t Rank>
+template <mesh_like Mesh, spec_like Spec, std::size_t Rank>
 struct layout {
   using mesh_type = Mesh;
   using spec_type = typename detail::padded_spec<Spec, Rank>::type;

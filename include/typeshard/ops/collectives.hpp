@@ -44,7 +44,7 @@ namespace typeshard {
 // pmax / pmin: the elementwise maximum / minimum over the group (NaN-aware, as the
 // elementwise ts::maximum / ts::minimum: kernels/functors.hpp).
 #define TYPESHARD_GROUP_REDUCTION(name, op)                                    \
-  template <axis_name... Axes, block_type B>                                   \
+  template <axis_name... Axes, block_like B>                                   \
     requires(sizeof...(Axes) >= 1)                                             \
   auto name(const B& x,                                                        \
             detail::source_site loc = detail::source_site::current()) {        \
@@ -57,7 +57,7 @@ TYPESHARD_GROUP_REDUCTION(pmin, min)
 #undef TYPESHARD_GROUP_REDUCTION
 
 // pmean: psum divided by the group size (integer division for integer elements).
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 auto pmean(const B& x, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
@@ -72,7 +72,7 @@ auto pmean(const B& x, detail::source_site loc = detail::source_site::current())
 
 // all_gather<Axes...>(x, dim): the group's blocks concatenated along dim in rank order
 // (tiled); invariant over Axes. The blocks must have equal shapes.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 auto all_gather(const B& x, std::size_t dim = 0,
                 detail::source_site loc = detail::source_site::current()) {
@@ -93,7 +93,7 @@ auto all_gather(const B& x, std::size_t dim = 0,
 // psum_scatter<Axes...>(x, dim): the sum over the group, of which member r keeps slice r
 // along dim (tiled reduce-scatter); varies over Axes. An extent that does not divide gives
 // slices of ceil(extent / size), the trailing ones shorter.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 auto psum_scatter(const B& x, std::size_t dim = 0,
                   detail::source_site loc = detail::source_site::current()) {
@@ -117,7 +117,7 @@ auto psum_scatter(const B& x, std::size_t dim = 0,
 // all_to_all<Axes...>(x, split_axis, concat_axis): x is cut into equal chunks along
 // split_axis, chunk j sent to member j; the chunks received are concatenated along
 // concat_axis in rank order (tiled). Varies over Axes.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
                 detail::source_site loc = detail::source_site::current()) {
@@ -140,7 +140,7 @@ auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
 // ppermute<Axes...>(x, perm): perm lists (source rank, destination rank) pairs within the
 // group; each destination receives its source's block, a device no pair sends to gets
 // zeros (as in JAX). Varies over Axes. Blocks moved must have equal shapes.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> perm,
               detail::source_site loc = detail::source_site::current()) {
@@ -164,7 +164,7 @@ auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> p
     return detail::varying_over<B, Axes...>(x.context(), x.extents(), std::move(out));
   });
 }
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size_t>> perm,
               detail::source_site loc = detail::source_site::current()) {
@@ -174,7 +174,7 @@ auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size
 
 // shift<Axes...>(x, offset): the ring permutation in which rank r sends to
 // (r + offset) mod size (ppermute with every pair); varies over Axes.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 auto shift(const B& x, std::ptrdiff_t offset,
            detail::source_site loc = detail::source_site::current()) {
@@ -196,7 +196,7 @@ auto shift(const B& x, std::ptrdiff_t offset,
 
 // pvary<Axes...>(x): x typed as varying over Axes too (JAX's pvary); no communication, no
 // copy of owned data. Binary operations widen implicitly; this is for being explicit.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 auto pvary(B&& x) {
   using arr = std::remove_cvref_t<B>;
@@ -209,14 +209,14 @@ auto pvary(B&& x) {
 
 // axis_index<Axes...>(x): the rank of x's device in the group (its coordinate along a
 // single axis), as jax.lax.axis_index.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 std::size_t axis_index(const B& x) {
   return x.context().template axis_index<Axes...>();
 }
 
 // axis_size<Axes...>(x): the number of devices in the group.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
 constexpr std::size_t axis_size(const B&) {
   if constexpr (!detail::check_collective_axes<typename B::mesh_type, Axes...>())

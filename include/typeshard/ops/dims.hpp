@@ -107,7 +107,7 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> permuted_blocks(const placement<R>& at
 // permute<Perm...>(x): x with its dimensions reordered, output dimension i being input
 // dimension Perm[i] (NumPy's x.transpose(Perm)); each spec entry moves with its dimension.
 // Each device permutes its own block: no communication.
-template <std::size_t... Perm, sharded_array_type A>
+template <std::size_t... Perm, sharded_array_like A>
 auto permute(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = permute_plan_for<arr, Perm...>;
@@ -135,7 +135,7 @@ auto permute(const A& a) {
 // split_dim<Dim, Parts>(x): dimension Dim, of extent n, becomes two, (Parts, n / Parts),
 // row-major (NumPy's reshape); Parts keeps Dim's spec entry, n / Parts is unsharded. No
 // communication, no copy. Throws shape_error when a dynamic extent does not allow it.
-template <std::size_t Dim, std::size_t Parts, sharded_array_type A>
+template <std::size_t Dim, std::size_t Parts, sharded_array_like A>
 auto split_dim(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = split_dim_plan_for<arr, Dim, Parts>;
@@ -153,7 +153,7 @@ auto split_dim(const A& a) {
 // A * B (NumPy's reshape); it keeps Dim's spec entry. Dim + 1 must be unsharded and Dim's
 // shards even (unless B is 1). No communication, no copy. Throws shape_error when a dynamic
 // extent does not allow it.
-template <std::size_t Dim, sharded_array_type A>
+template <std::size_t Dim, sharded_array_like A>
 auto merge_dims(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = merge_dims_plan_for<arr, Dim>;

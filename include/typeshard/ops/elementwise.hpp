@@ -41,7 +41,7 @@ namespace typeshard {
 
 // map(x, f): f applied to every element; the result keeps x's spec. f must be a pure
 // function of one element. Not allowed on unreduced values (f need not be linear).
-template <sharded_array_type A, class F>
+template <sharded_array_like A, class F>
 auto map(const A& a, F f) {
   using arr = std::remove_cvref_t<A>;
   using R = std::invoke_result_t<F&, const typename arr::value_type&>;
@@ -55,7 +55,7 @@ auto map(const A& a, F f) {
 }
 
 // zip(x, y, f): f applied to every pair of elements, broadcast (rule 5).
-template <sharded_array_type A, sharded_array_type B, class F>
+template <sharded_array_like A, sharded_array_like B, class F>
 auto zip(const A& a, const B& b, F f) {
   using arr_a = std::remove_cvref_t<A>;
   using arr_b = std::remove_cvref_t<B>;
@@ -105,11 +105,11 @@ using scalar_arg = scalar_parameter_t<scalar_of<A>>;
 // on arrays rule 3 allows only the linear operations on unreduced values.
 
 template <class A>
-concept elementwise_operand = sharded_array_type<A> || block_type<A>;
+concept elementwise_operand = sharded_array_like<A> || block_like<A>;
 
 template <class A, class B>
-concept same_operand_kind = (sharded_array_type<A> && sharded_array_type<B>) ||
-                            (block_type<A> && block_type<B>);
+concept same_operand_kind = (sharded_array_like<A> && sharded_array_like<B>) ||
+                            (block_like<A> && block_like<B>);
 
 namespace detail {
 
@@ -117,7 +117,7 @@ namespace detail {
 // element type and unreduced axes; a block takes f's result type.
 template <class A, class F>
 auto map_linear(const A& a, F f) {
-  if constexpr (block_type<A>) {
+  if constexpr (block_like<A>) {
     return map_block(a, f);
   } else {
     using arr = std::remove_cvref_t<A>;
@@ -128,7 +128,7 @@ auto map_linear(const A& a, F f) {
 // f on every pair of elements: linear (+, -: equal unreduced axes allowed) or not.
 template <bool Linear, class A, class B, class F>
 auto zip_op(const A& a, const B& b, F f, const char* op) {
-  if constexpr (block_type<A>)
+  if constexpr (block_like<A>)
     return zip_blocks(a, b, f, op);
   else if constexpr (Linear)
     return linear_zip(a, b, f, op);
@@ -175,7 +175,7 @@ namespace detail {
 // f on every element, not allowed on unreduced values: ts::map on an array.
 template <class A, class F>
 auto map_nonlinear(const A& a, F f) {
-  if constexpr (block_type<A>)
+  if constexpr (block_like<A>)
     return map_block(a, f);
   else
     return map(a, f);

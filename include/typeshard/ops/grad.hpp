@@ -262,7 +262,7 @@ class grad_function {
   template <class Out, class... Args>
   auto run_loss(const Out& out, const std::shared_ptr<grad_tape>& tape,
                 const Args&... args) const {
-    if constexpr (!traced_type<Out>) {
+    if constexpr (!traced_like<Out>) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
       return placeholder(args...);
     } else if constexpr (Out::rank != 0) {

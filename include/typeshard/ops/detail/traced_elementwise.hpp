@@ -79,7 +79,7 @@ auto operator/(const A& a, const B& b) {
       &detail::describe_elementwise);
 }
 
-template <traced_type X>
+template <traced_like X>
 auto operator-(const X& x) {
   return detail::record(-x.value(), x, [](const auto& g) { return -g; },
                         &detail::describe_elementwise);
@@ -87,40 +87,40 @@ auto operator-(const X& x) {
 
 // Scalars on either side: d(x + s) = d(s + x) = d(x - s) = g, d(s - x) = -g, d(x * s) = g s,
 // d(x / s) = g / s, d(s / x) = -g y / x.
-template <traced_type X>
+template <traced_like X>
 auto operator+(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() + s, x, [](const auto& g) { return g; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto operator+(detail::scalar_arg_t<X> s, const X& x) {
   return x + s;
 }
-template <traced_type X>
+template <traced_like X>
 auto operator-(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() - s, x, [](const auto& g) { return g; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto operator-(detail::scalar_arg_t<X> s, const X& x) {
   return detail::record(s - x.value(), x, [](const auto& g) { return -g; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto operator*(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() * s, x, [s](const auto& g) { return g * s; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto operator*(detail::scalar_arg_t<X> s, const X& x) {
   return x * s;
 }
-template <traced_type X>
+template <traced_like X>
 auto operator/(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() / s, x, [s](const auto& g) { return g / s; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto operator/(detail::scalar_arg_t<X> s, const X& x) {
   auto y = s / x.value();
   return detail::record(y, x, [y, xv = x.value()](const auto& g) { return -(g * y) / xv; },
@@ -128,25 +128,25 @@ auto operator/(detail::scalar_arg_t<X> s, const X& x) {
 }
 
 // Unary functions: y = f(x), d x = g f'(x).
-template <traced_type X>
+template <traced_like X>
 auto exp(const X& x) {
   auto y = typeshard::exp(x.value());
   return detail::record(y, x, [y](const auto& g) { return g * y; }, &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto log(const X& x) {
   return detail::record(
       typeshard::log(x.value()), x, [xv = x.value()](const auto& g) { return g / xv; },
       &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto tanh(const X& x) {
   auto y = typeshard::tanh(x.value());
   return detail::record(
       y, x, [y](const auto& g) { return g * (detail::scalar_t<X>(1) - y * y); },
       &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto relu(const X& x) {
   return detail::record(typeshard::relu(x.value()), x,
                         [xv = x.value()](const auto& g) {
@@ -154,19 +154,19 @@ auto relu(const X& x) {
                         },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto sin(const X& x) {
   return detail::record(typeshard::sin(x.value()), x,
                         [xv = x.value()](const auto& g) { return g * typeshard::cos(xv); },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto cos(const X& x) {
   return detail::record(typeshard::cos(x.value()), x,
                         [xv = x.value()](const auto& g) { return -(g * typeshard::sin(xv)); },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
+template <traced_like X>
 auto sqrt(const X& x) {
   using T = detail::scalar_t<X>;
   auto y = typeshard::sqrt(x.value());
@@ -176,7 +176,7 @@ auto sqrt(const X& x) {
 
 // Not differentiable (rule 9): map and zip of a traced value (ts::max, ts::min, ts::maximum
 // and ts::minimum: detail/traced_extrema.hpp).
-template <traced_type X, class F>
+template <traced_like X, class F>
 auto map(const X& x, F) {
   static_assert(detail::require<false, diagnostic::grad_map_not_differentiable<F>>::value);
   return x;

@@ -114,11 +114,11 @@ auto traced_maximum(const A& a, const B& b) {
 // max<Dims...>(x) and min<Dims...>(x), with ts::keep_dims, and with an output spec (a template
 // argument or a value first): every form arrays take.
 #define TYPESHARD_TRACED_EXTREMUM(name)                                                      \
-  template <int... Dims, traced_type X>                                                     \
+  template <int... Dims, traced_like X>                                                     \
   auto name(const X& x) {                                                                   \
     return detail::traced_extremum<reduction::name, false, Dims...>(x);                     \
   }                                                                                         \
-  template <int... Dims, traced_type X>                                                     \
+  template <int... Dims, traced_like X>                                                     \
   auto name(const X& x, keep_dims_t) {                                                      \
     return detail::traced_extremum<reduction::name, true, Dims...>(x);                      \
   }                                                                                         \
