@@ -133,11 +133,11 @@ auto zip_blocks(const A& a, const B& b, F f, const char* op) {
 // The named operations (+ - * /, ts::exp, ts::maximum, ...) are defined once for arrays and
 // blocks in ops/elementwise.hpp, on these two.
 template <block_like B, class F>
-auto map(const B& b, F f) {
+[[nodiscard]] auto map(const B& b, F f) {
   return detail::map_block(b, f);
 }
 template <block_like A, block_like B, class F>
-auto zip(const A& a, const B& b, F f) {
+[[nodiscard]] auto zip(const A& a, const B& b, F f) {
   return detail::zip_blocks(a, b, f, "zip");
 }
 

@@ -121,7 +121,7 @@ auto block_product(const A& a, const B& b) {
 // transposed ones.
 template <class A, class B>
   requires((block_like<A> || transposed_block<A>) && (block_like<B> || transposed_block<B>))
-auto matmul(const A& a, const B& b) {
+[[nodiscard]] auto matmul(const A& a, const B& b) {
   using arr_a = std::remove_cvref_t<A>;
   using arr_b = std::remove_cvref_t<B>;
   using T = typename arr_a::value_type;

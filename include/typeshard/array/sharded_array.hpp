@@ -281,7 +281,7 @@ sharded_array<T, Mesh, Spec, dextents<Rank>> after_diagnostic(const device_mesh<
 // slices in parallel). With Extents, dimensions given statically must match the data.
 template <spec_like Spec, class Extents = void, mesh_like Mesh, class T,
           std::size_t Rank>
-auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
+[[nodiscard]] auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
   if constexpr (E::rank != Rank) {
     static_assert(detail::require<false,
@@ -304,6 +304,7 @@ auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
 // so it must be safe to call from several threads.
 template <spec_like Spec, class Extents = void, mesh_like Mesh, std::size_t Rank, class F>
   requires std::invocable<F&, const index_slices<Rank>&>
+[[nodiscard]]
 auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_block) {
   using block_type = std::remove_cvref_t<std::invoke_result_t<F&, const index_slices<Rank>&>>;
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
@@ -332,6 +333,7 @@ auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_
 // must call it, and each gets the whole array (JAX's process_allgather), also a process
 // that holds none of the array's devices (it receives a broadcast). A value still unreduced over some axis must be reduced first (rule 3).
 template <class T, class Mesh, class Spec, class Extents, class Unreduced>
+[[nodiscard]]
 host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a) {
   static_assert(detail::require<Unreduced::empty, diagnostic::to_host_unreduced<Unreduced>>::value);
   return detail::host_from_blocks<T, Extents::rank>(a.placement(), a.extents(),

@@ -46,6 +46,7 @@ namespace typeshard {
 #define TYPESHARD_GROUP_REDUCTION(name, op)                                    \
   template <axis_name... Axes, block_like B>                                   \
     requires(sizeof...(Axes) >= 1)                                             \
+  [[nodiscard]]                                                                \
   auto name(const B& x,                                                        \
             detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                   \
@@ -59,7 +60,7 @@ TYPESHARD_GROUP_REDUCTION(pmin, min)
 // pmean: psum divided by the group size (integer division for integer elements).
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto pmean(const B& x, detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto pmean(const B& x, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
@@ -74,8 +75,8 @@ auto pmean(const B& x, detail::source_site loc = detail::source_site::current())
 // (tiled); invariant over Axes. The blocks must have equal shapes.
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto all_gather(const B& x, std::size_t dim = 0,
-                detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto all_gather(const B& x, std::size_t dim = 0,
+                              detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
@@ -95,8 +96,8 @@ auto all_gather(const B& x, std::size_t dim = 0,
 // slices of ceil(extent / size), the trailing ones shorter.
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto psum_scatter(const B& x, std::size_t dim = 0,
-                  detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto psum_scatter(const B& x, std::size_t dim = 0,
+                                detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
@@ -119,8 +120,8 @@ auto psum_scatter(const B& x, std::size_t dim = 0,
 // concat_axis in rank order (tiled). Varies over Axes.
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
-                detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
+                              detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
@@ -142,8 +143,8 @@ auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
 // zeros (as in JAX). Varies over Axes. Blocks moved must have equal shapes.
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> perm,
-              detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> perm,
+                            detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
@@ -166,6 +167,7 @@ auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> p
 }
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
+[[nodiscard]]
 auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size_t>> perm,
               detail::source_site loc = detail::source_site::current()) {
   return ppermute<Axes...>(
@@ -176,8 +178,8 @@ auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size
 // (r + offset) mod size (ppermute with every pair); varies over Axes.
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto shift(const B& x, std::ptrdiff_t offset,
-           detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto shift(const B& x, std::ptrdiff_t offset,
+                         detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
@@ -198,7 +200,7 @@ auto shift(const B& x, std::ptrdiff_t offset,
 // copy of owned data. Binary operations widen implicitly; this is for being explicit.
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto pvary(B&& x) {
+[[nodiscard]] auto pvary(B&& x) {
   using arr = std::remove_cvref_t<B>;
   if constexpr (!detail::check_collective_axes<typename arr::mesh_type, Axes...>())
     return arr(x);
@@ -211,14 +213,14 @@ auto pvary(B&& x) {
 // single axis), as jax.lax.axis_index.
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-std::size_t axis_index(const B& x) {
+[[nodiscard]] std::size_t axis_index(const B& x) {
   return x.context().template axis_index<Axes...>();
 }
 
 // axis_size<Axes...>(x): the number of devices in the group.
 template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-constexpr std::size_t axis_size(const B&) {
+[[nodiscard]] constexpr std::size_t axis_size(const B&) {
   if constexpr (!detail::check_collective_axes<typename B::mesh_type, Axes...>())
     return 0;
   else

@@ -108,7 +108,7 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> permuted_blocks(const placement<R>& at
 // dimension Perm[i] (NumPy's x.transpose(Perm)); each spec entry moves with its dimension.
 // Each device permutes its own block: no communication.
 template <std::size_t... Perm, sharded_array_like A>
-auto permute(const A& a) {
+[[nodiscard]] auto permute(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = permute_plan_for<arr, Perm...>;
   if constexpr (!detail::check_permute<plan>()) {
@@ -136,7 +136,7 @@ auto permute(const A& a) {
 // row-major (NumPy's reshape); Parts keeps Dim's spec entry, n / Parts is unsharded. No
 // communication, no copy. Throws shape_error when a dynamic extent does not allow it.
 template <std::size_t Dim, std::size_t Parts, sharded_array_like A>
-auto split_dim(const A& a) {
+[[nodiscard]] auto split_dim(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = split_dim_plan_for<arr, Dim, Parts>;
   if constexpr (!detail::check_split<plan>()) {
@@ -154,7 +154,7 @@ auto split_dim(const A& a) {
 // shards even (unless B is 1). No communication, no copy. Throws shape_error when a dynamic
 // extent does not allow it.
 template <std::size_t Dim, sharded_array_like A>
-auto merge_dims(const A& a) {
+[[nodiscard]] auto merge_dims(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = merge_dims_plan_for<arr, Dim>;
   if constexpr (!detail::check_merge<plan>()) {

@@ -83,7 +83,7 @@ using zero_update_plan_for =
 // zero_sgd_update<ShardSpec>(w, g, lr): w - lr * g, computed on ShardSpec's shards in one
 // pass per device (the reduce-scatter of g fused with the update), then all-gathered.
 template <spec_like ShardSpec, sharded_array_like P, sharded_array_like G>
-P zero_sgd_update(const P& param, const G& grad, typename P::value_type lr) {
+[[nodiscard]] P zero_sgd_update(const P& param, const G& grad, typename P::value_type lr) {
   using plan = zero_update_plan_for<P, ShardSpec, G>;
   using T = typename P::value_type;
   if constexpr (!detail::check_gradient_element<P, G>() || !plan::valid) {
@@ -113,7 +113,7 @@ struct zero_adam_state {
 
 // zero_adam_init<ShardSpec>(w): zero moments, sharded by ShardSpec.
 template <spec_like ShardSpec, sharded_array_like P>
-zero_adam_state<P, ShardSpec> zero_adam_init(const P& param) {
+[[nodiscard]] zero_adam_state<P, ShardSpec> zero_adam_init(const P& param) {
   using S = update_shard_t<P, ShardSpec>;
   const S zeros = detail::filled<S>(param.device_mesh(), param.extents(), 0);
   return {zeros, zeros, 0};
@@ -170,6 +170,7 @@ P adam_step(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
 }  // namespace detail
 
 template <sharded_array_like P, class ShardSpec, sharded_array_like G>
+[[nodiscard]]
 P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
                    const adam_options& o = {}) {
   return detail::adam_step(param, grad, state, o, 0.0);
@@ -188,6 +189,7 @@ struct adamw_options {
 // zero_adamw_update(w, g, state, options): w - lr * (m_hat / (sqrt(v_hat) + eps) + wd * w),
 // on the shards as zero_adam_update.
 template <sharded_array_like P, class ShardSpec, sharded_array_like G>
+[[nodiscard]]
 P zero_adamw_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
                     const adamw_options& o = {}) {
   return detail::adam_step(param, grad, state, {o.lr, o.beta1, o.beta2, o.eps},

@@ -171,47 +171,47 @@ auto reduce_block_local(const B& b) {
 // no collective: follow with ts::psum<"x"> / ts::pmax<"x"> for the reduction over devices).
 #define TYPESHARD_REDUCTION(name)                                                            \
   template <int... Dims, sharded_array_like A>                                               \
-  auto name(const A& a,                                                                      \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  [[nodiscard]] auto name(const A& a,                                                        \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, auto_out, false, Dims...>(a);                     \
   }                                                                                          \
   template <int... Dims, sharded_array_like A>                                               \
-  auto name(const A& a, keep_dims_t,                                                         \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  [[nodiscard]] auto name(const A& a, keep_dims_t,                                           \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, auto_out, true, Dims...>(a);                      \
   }                                                                                          \
   template <spec_like OutSpec, int... Dims, sharded_array_like A>                            \
-  auto name(const A& a,                                                                      \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  [[nodiscard]] auto name(const A& a,                                                        \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, OutSpec, false, Dims...>(a);                      \
   }                                                                                          \
   template <spec_like OutSpec, int... Dims, sharded_array_like A>                            \
-  auto name(const A& a, keep_dims_t,                                                         \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  [[nodiscard]] auto name(const A& a, keep_dims_t,                                           \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, OutSpec, true, Dims...>(a);                       \
   }                                                                                          \
   template <int... Dims, spec_like OutSpec, sharded_array_like A>                            \
-  auto name(OutSpec, const A& a,                                                             \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  [[nodiscard]] auto name(OutSpec, const A& a,                                               \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, OutSpec, false, Dims...>(a);                      \
   }                                                                                          \
   template <int... Dims, spec_like OutSpec, sharded_array_like A>                            \
-  auto name(OutSpec, const A& a, keep_dims_t,                                                \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  [[nodiscard]] auto name(OutSpec, const A& a, keep_dims_t,                                  \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, OutSpec, true, Dims...>(a);                       \
   }                                                                                          \
   template <int... Dims, block_like B>                                                       \
-  auto name(const B& b) {                                                                    \
+  [[nodiscard]] auto name(const B& b) {                                                      \
     return detail::reduce_block_local<reduction::name, false, Dims...>(b);                   \
   }                                                                                          \
   template <int... Dims, block_like B>                                                       \
-  auto name(const B& b, keep_dims_t) {                                                       \
+  [[nodiscard]] auto name(const B& b, keep_dims_t) {                                         \
     return detail::reduce_block_local<reduction::name, true, Dims...>(b);                    \
   }
 TYPESHARD_REDUCTION(sum)

@@ -101,7 +101,7 @@ inline bool same_device_set(std::vector<device_id> a, std::vector<device_id> b) 
 
 // reshard<Spec>(a): the same values, sharded by Spec, fully reduced.
 template <spec_like Spec, sharded_array_like A>
-auto reshard(const A& a, detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto reshard(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::reshard_keeping<Spec, unreduced<>>(a);
 }
@@ -115,8 +115,8 @@ auto reshard(const A& a, detail::source_site loc = detail::source_site::current(
 // between two backends across processes, through the host (to_host then device_put, which
 // every process calls).
 template <spec_like Spec, sharded_array_like A>
-auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target,
-             detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target,
+                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename A::mesh_type;
   using T = typename A::value_type;
@@ -157,7 +157,7 @@ auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target,
 // those axes; the spec and the other unreduced axes stay.
 template <axis_name... Axes, sharded_array_like A>
   requires(sizeof...(Axes) >= 1)
-auto psum(const A& a, detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto psum(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using U = typename A::unreduced_type;
   constexpr axis_name missing = detail::first_not_in<U, Axes...>();
@@ -174,8 +174,8 @@ auto psum(const A& a, detail::source_site loc = detail::source_site::current()) 
 // device_put(a, target): the same array, with the same spec, on another device mesh of its
 // mesh type (jax.device_put(x, NamedSharding(other_mesh, spec))): reshard<Spec>(a, target).
 template <sharded_array_like A>
-auto device_put(const A& a, const device_mesh<typename A::mesh_type>& target,
-                detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto device_put(const A& a, const device_mesh<typename A::mesh_type>& target,
+                              detail::source_site loc = detail::source_site::current()) {
   return reshard<typename A::spec>(a, target, loc);
 }
 

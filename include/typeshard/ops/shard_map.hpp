@@ -105,7 +105,7 @@ class shard_mapped {
   explicit shard_mapped(F f) : f_(std::move(f)) {}
 
   template <sharded_array_like... A>
-  auto operator()(const A&... args) const {
+  [[nodiscard]] auto operator()(const A&... args) const {
     if constexpr (!detail::check_arguments<Mesh, ins, A...>(
                       std::index_sequence_for<A...>{})) {
       // The diagnostic fired; stop here so nothing cascades, returning what the call would
@@ -246,7 +246,7 @@ class shard_mapped {
 template <mesh_like Mesh, class InSpecs, class OutSpecs, class F>
   requires(spec_like<InSpecs> || detail::is_specs_v<InSpecs>) &&
           (spec_like<OutSpecs> || detail::is_specs_v<OutSpecs>)
-auto shard_map(F f) {
+[[nodiscard]] auto shard_map(F f) {
   return shard_mapped<Mesh, InSpecs, OutSpecs, F>(std::move(f));
 }
 
@@ -278,13 +278,13 @@ struct shard_map_without_out_specs {
 // shard_map<Mesh, InSpecs>(f) and shard_map<Mesh>(f): the out specs are missing.
 template <mesh_like Mesh, class InSpecs, class F>
   requires(!spec_like<F> && !detail::is_specs_v<F>)
-auto shard_map(F) {
+[[nodiscard]] auto shard_map(F) {
   static_assert(detail::require<false, diagnostic::shard_map_needs_out_specs<F>>::value);
   return detail::shard_map_without_out_specs{};
 }
 template <mesh_like Mesh, class F>
   requires(!spec_like<F> && !detail::is_specs_v<F>)
-auto shard_map(F) {
+[[nodiscard]] auto shard_map(F) {
   static_assert(detail::require<false, diagnostic::shard_map_needs_out_specs<F>>::value);
   return detail::shard_map_without_out_specs{};
 }

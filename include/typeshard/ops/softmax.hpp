@@ -68,13 +68,14 @@ auto softmax(const A& a) {
 
 // softmax<Dim>(x): exp(x - max) / sum(exp(x - max)) along dimension Dim (-1: the last).
 template <int Dim = -1, sharded_array_like A>
-auto softmax(const A& a, detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto softmax(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::softmax<false, Dim>(a);
 }
 
 // log_softmax<Dim>(x): (x - max) - log(sum(exp(x - max))) along dimension Dim.
 template <int Dim = -1, sharded_array_like A>
+[[nodiscard]]
 auto log_softmax(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::softmax<true, Dim>(a);

@@ -86,7 +86,7 @@ auto record_einsum(R value, const A& a, const B& b) {
 // einsum<Subscripts[, OutSpec]>(a, b) with a traced operand (ts::einsum on arrays otherwise).
 template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class B>
   requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-auto einsum(const A& a, const B& b) {
+[[nodiscard]] auto einsum(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
   const AV& av = detail::value_of(a);
@@ -112,7 +112,7 @@ auto einsum(const A& a, const B& b) {
 // einsums of "...ij,...jk->...ik" transposed.
 template <class OutSpec = auto_out, class A, class B>
   requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-auto matmul(const A& a, const B& b) {
+[[nodiscard]] auto matmul(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
   const AV& av = detail::value_of(a);
