@@ -35,7 +35,7 @@
 
 #include "../core/config.hpp"
 #include "../backend/backend.hpp"
-#include "../detail/buffer.hpp"
+#include "detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/mesh_group.hpp"
 #include "device_mesh.hpp"

@@ -19,7 +19,7 @@
 
 #include "block.hpp"
 #include "../core/config.hpp"
-#include "../detail/buffer.hpp"
+#include "detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/errors.hpp"
 #include "../core/rules/rule5_elementwise.hpp"

@@ -18,7 +18,7 @@
 
 #include "block.hpp"
 #include "../core/config.hpp"
-#include "../detail/buffer.hpp"
+#include "detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/errors.hpp"
 #include "host_tensor.hpp"

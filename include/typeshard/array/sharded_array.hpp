@@ -27,7 +27,7 @@
 
 #include "../backend/backend.hpp"
 #include "../core/config.hpp"
-#include "../detail/buffer.hpp"
+#include "detail/buffer.hpp"
 #include "detail/copy_box.hpp"
 #include "detail/transfer.hpp"
 #include "device_mesh.hpp"

@@ -32,7 +32,7 @@
 #include "../backend/backend.hpp"
 #include "../backend/detail/call_site.hpp"
 #include "../array/block.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "detail/block_collective.hpp"
 #include "detail/collective_calls.hpp"
 #include "../core/detail/mesh_group.hpp"

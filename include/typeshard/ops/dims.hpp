@@ -33,7 +33,7 @@
 #include "../core/errors.hpp"
 #include "../core/layout.hpp"
 #include "../core/rules/rule8_dimension_moves.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../kernels/detail/permute_copy.hpp"
 #include "../plan/dims_plan.hpp"
 

@@ -45,7 +45,7 @@
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
 #include "../core/rules/rule2_einsum.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../plan/detail/einsum_planner.hpp"
 #include "../plan/detail/einsum_steps.hpp"
 #include "../plan/einsum_plan.hpp"

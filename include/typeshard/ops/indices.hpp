@@ -35,7 +35,7 @@
 #include "../core/rules/indexing.hpp"
 #include "../core/rules/rule3_unreduced.hpp"
 #include "../core/spec.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../kernels/functors.hpp"
 #include "elementwise.hpp"
 #include "reduce.hpp"

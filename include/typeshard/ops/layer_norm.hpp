@@ -42,7 +42,7 @@
 #include "../core/bfloat16.hpp"
 #include "../core/detail/mesh_value.hpp"
 #include "../core/rules/rule7_reduce.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../plan/reduce_plan.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "../plan/step.hpp"

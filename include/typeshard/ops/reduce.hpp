@@ -33,7 +33,7 @@
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
 #include "../core/layout.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../kernels/functors.hpp"
 #include "../plan/reduce_plan.hpp"
 #include "detail/executor.hpp"

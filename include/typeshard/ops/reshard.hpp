@@ -31,7 +31,7 @@
 
 #include "../backend/backend.hpp"
 #include "../backend/detail/call_site.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/unreduced_from.hpp"
 #include "detail/executor.hpp"

@@ -47,7 +47,7 @@
 #include "../array/block_elementwise.hpp"
 #include "../array/block_matmul.hpp"
 #include "collectives.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../array/device_mesh.hpp"
 #include "../core/errors.hpp"

@@ -23,7 +23,7 @@
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
 #include "../core/detail/mesh_value.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "../plan/step.hpp"
 #include "detail/executor.hpp"

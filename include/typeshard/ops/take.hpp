@@ -41,7 +41,7 @@
 #include "../core/layout.hpp"
 #include "../core/rules/rule3_unreduced.hpp"
 #include "../core/spec.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 
 namespace typeshard {
 

@@ -16,7 +16,7 @@
 #include "../../array/sharded_array.hpp"
 #include "../../backend/backend.hpp"
 #include "../../core/spec.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../tree.hpp"
 
 namespace typeshard {

@@ -19,7 +19,7 @@
 #include "../../backend/backend.hpp"
 #include "../../backend/collective_observer.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 
 namespace typeshard {
 
