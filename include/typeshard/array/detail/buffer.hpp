@@ -1,4 +1,4 @@
-// typeshard/detail/buffer.hpp: the memory of one shard.
+// typeshard/array/detail/buffer.hpp: the memory of one shard.
 // Internal: do not rely on anything in detail/.
 #pragma once
 
