@@ -104,7 +104,7 @@ template <axis_name... Axes, block_like B>
     detail::check_dimension(x, dim, "psum_scatter");
     std::vector<std::size_t> extents(g.size);
     for (std::size_t r = 0; r < g.size; ++r)
-      extents[r] = block_slice(x.extent(dim), g.size, r).size();
+      extents[r] = shard_slice(x.extent(dim), g.size, r).size();
     typename B::shape_type out_shape = x.extents();
     out_shape[dim] = extents[g.rank];
     detail::buffer<T> out(host_tensor<T, B::rank>::element_count(out_shape));

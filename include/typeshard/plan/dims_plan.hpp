@@ -67,7 +67,7 @@ enum class dims_problem {
 // ceil(extent / shards) equals the major block ceil(Parts / shards) times the minor extent.
 // Also the condition for merging (Parts, minor) back. Needs Parts >= 1 dividing extent.
 constexpr bool split_keeps_blocks(std::size_t extent, std::size_t parts, std::size_t shards) {
-  return block_extent(extent, shards) == block_extent(parts, shards) * (extent / parts);
+  return shard_extent(extent, shards) == shard_extent(parts, shards) * (extent / parts);
 }
 
 template <std::size_t N>
