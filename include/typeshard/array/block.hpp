@@ -353,7 +353,7 @@ concept transposed_block = is_transposed_v<std::remove_cvref_t<T>>;
 // name) keeps calling that helper rather than silently this.
 struct transpose_t {
   template <block_like B>
-  auto operator()(const B& b) const {
+  [[nodiscard]] auto operator()(const B& b) const {
     using blk = std::remove_cvref_t<B>;
     if constexpr (blk::rank == 2) {
       return transposed<blk>(b);
@@ -364,7 +364,7 @@ struct transpose_t {
     }
   }
   template <class B>
-  const B& operator()(const transposed<B>& t) const {
+  [[nodiscard]] const B& operator()(const transposed<B>& t) const {
     return t.base();
   }
   // A sharded array (the global view): its transpose, ts::permute<1, 0>(a) of
@@ -373,7 +373,7 @@ struct transpose_t {
   template <class A>
     requires(!block_like<A> && !transposed_block<A> &&
              requires { typename A::unreduced_type; typename A::layout_type; })
-  auto operator()(const A& a) const {
+  [[nodiscard]] auto operator()(const A& a) const {
     if constexpr (A::rank != 2) {
       static_assert(
           detail::require<false, diagnostic::transpose_rank_not_two<A::rank>>::value);
