@@ -16,7 +16,7 @@
 
 #include <typeshard/backend/backend.hpp>
 #include <typeshard/backend/threads.hpp>
-#include <typeshard/detail/buffer.hpp>
+#include <typeshard/array/detail/buffer.hpp>
 #include <typeshard/array/detail/copy_box.hpp>
 #include <typeshard/core/layout.hpp>
 #include <typeshard/kernels/gemm.hpp>
@@ -33,7 +33,7 @@
 
 #include <typeshard/backend/impl/backend.ipp>
 #include <typeshard/backend/impl/threads.ipp>
-#include <typeshard/detail/impl/buffer.ipp>
+#include <typeshard/array/detail/impl/buffer.ipp>
 #include <typeshard/viz/impl/visualize.ipp>
 
 // The thread pool (declared `extern template` in backend/threads.hpp in this mode).

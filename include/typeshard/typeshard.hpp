@@ -1,8 +1,13 @@
-// typeshard/typeshard.hpp: the whole library.
-//
-// Compile-time vocabulary (no threads, no MPI): mesh.hpp, spec.hpp, extents.hpp,
-// layout.hpp, unreduced.hpp, diagnostics.hpp. Runtime: backend/, device_mesh.hpp,
-// host_tensor.hpp, sharded_array.hpp, elementwise.hpp, reduce.hpp, softmax.hpp, visualize.hpp.
+// typeshard/typeshard.hpp: the whole library. Its folders are its layers, bottom to top
+// (docs/architecture.md):
+//   core/     compile-time vocabulary (no threads, no MPI): mesh, spec, extents, layout,
+//             unreduced, diagnostics and the rules' static_asserts (core/rules/)
+//   plan/     compile-time plans (reshard, matmul, einsum, reduce, ...) and their steps
+//   kernels/  per-shard compute (GEMM, the elementwise functors)
+//   backend/  devices and collective primitives (threads; MPI in backend/mpi.hpp, not here)
+//   array/    host_tensor, device_mesh, sharded_array, block, and a shard's memory
+//   ops/      the operations (matmul, einsum, reshard, collectives, shard_map, grad, jit, ...)
+//   viz/      pictures of shardings (visualize)
 #pragma once
 
 #include "backend/backend.hpp"

@@ -21,19 +21,18 @@ set(_root "${INCLUDE_DIR}/typeshard")
 #   plan     compile-time plans (reshard, matmul) and their one step vocabulary
 #   kernels  per-shard compute (GEMM, the elementwise functors): knows nothing of sharding
 #   backend  devices and collective primitives on bytes: knows nothing of operations
-#   detail   include/typeshard/detail/: runtime memory (buffer.hpp), used by arrays and above
-#   array    host_tensor, device_mesh, sharded_array, block
+#   array    host_tensor, device_mesh, sharded_array, block, and the memory of a shard
+#            (array/detail/buffer.hpp)
 #   ops      operations: matmul, reshard, elementwise, collectives, shard_map, the executor
 #   viz      pictures (visualize), apart: arrays and below, never operations
 set(_allowed_core)
 set(_allowed_plan core)
 set(_allowed_kernels core)
 set(_allowed_backend core kernels)
-set(_allowed_detail core)
-set(_allowed_array core plan kernels backend detail)
-set(_allowed_ops core plan kernels backend detail array)
-set(_allowed_viz core plan kernels backend detail array)
-set(_layers core plan kernels backend detail array ops viz)
+set(_allowed_array core plan kernels backend)
+set(_allowed_ops core plan kernels backend array)
+set(_allowed_viz core plan kernels backend array)
+set(_layers core plan kernels backend array ops viz)
 
 function(_layer_of rel out)  # rel: path below include/typeshard/
   if(rel STREQUAL "typeshard.hpp")

@@ -22,4 +22,4 @@ auto product(const A& a, const B& b) {
 using block_a = ts::block<float, 2, mesh_2x2>;
 using block_b = ts::block<float, 2, other_mesh>;
 using product_type = decltype(product(std::declval<const block_a&>(), std::declval<const block_b&>()));
-static_assert(ts::block_type<product_type>);
+static_assert(ts::block_like<product_type>);

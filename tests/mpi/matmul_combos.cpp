@@ -23,7 +23,7 @@ void check_block(const tsd::einsum_choice<Rank>& c, std::size_t p, const tsd::bu
   ts::shape<Rank> cg = a.extents();
   cg[Rank - 1] = b.extent(Rank - 1);
   const ts::index_slices<Rank> ix = tsd::index_of<Mesh>(c.out, cg, p);
-  const ts::slice js = ts::block_slice(a.extent(Rank - 1), tsd::shards_of<Mesh>(c.out_unreduced),
+  const ts::slice js = ts::shard_slice(a.extent(Rank - 1), tsd::shards_of<Mesh>(c.out_unreduced),
                                        tsd::shard_of<Mesh>(c.out_unreduced, p));
   ts::shape<Rank> local{};
   std::size_t n = 1;

@@ -89,7 +89,7 @@ constexpr bool condition_matches_blocks() {
         if (n % parts) continue;
         bool agree = true;
         for (std::size_t i = 0; i < k; ++i) {
-          const ts::slice flat = ts::block_slice(n, k, i), major = ts::block_slice(parts, k, i);
+          const ts::slice flat = ts::shard_slice(n, k, i), major = ts::shard_slice(parts, k, i);
           agree = agree && flat.start == major.start * (n / parts) && flat.stop == major.stop * (n / parts);
         }
         if (agree != ts::detail::split_keeps_blocks(n, parts, k)) return false;

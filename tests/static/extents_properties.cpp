@@ -33,7 +33,7 @@ static_assert(!ts::dextents<2>::is_static(0) && !ts::dextents<2>::is_static(1));
 static_assert(ts::dextents<0>::rank == 0 && ts::dextents<0>::all_static);  // vacuously
 
 // The concept.
-static_assert(ts::extents_type<e_mixed> && ts::extents_type<ts::dextents<4>>);
-static_assert(!ts::extents_type<int> && !ts::extents_type<std::array<std::size_t, 2>>);
+static_assert(ts::extents_like<e_mixed> && ts::extents_like<ts::dextents<4>>);
+static_assert(!ts::extents_like<int> && !ts::extents_like<std::array<std::size_t, 2>>);
 
 }  // namespace

@@ -18,12 +18,12 @@ using mesh_2x4 = ts::mesh<ts::axis("x", 2), ts::axis("y", 4)>;
 constexpr ts::slice s(std::size_t a, std::size_t b) { return {a, b}; }
 
 // ---- block arithmetic: ceil division, trailing blocks short or empty ----
-static_assert(ts::block_extent(8, 4) == 2 && ts::block_extent(9, 4) == 3 && ts::block_extent(0, 4) == 0);
-static_assert(ts::block_extent(3, 4) == 1 && ts::block_extent(5, 1) == 5);
-static_assert(ts::block_slice(10, 4, 0) == s(0, 3) && ts::block_slice(10, 4, 3) == s(9, 10));
-static_assert(ts::block_slice(5, 4, 2) == s(4, 5) && ts::block_slice(5, 4, 3) == s(5, 5));  // 2,2,1,0
-static_assert(ts::block_slice(2, 4, 1) == s(1, 2) && ts::block_slice(2, 4, 2) == s(2, 2));  // 1,1,0,0
-static_assert(ts::block_slice(0, 4, 0) == s(0, 0));
+static_assert(ts::shard_extent(8, 4) == 2 && ts::shard_extent(9, 4) == 3 && ts::shard_extent(0, 4) == 0);
+static_assert(ts::shard_extent(3, 4) == 1 && ts::shard_extent(5, 1) == 5);
+static_assert(ts::shard_slice(10, 4, 0) == s(0, 3) && ts::shard_slice(10, 4, 3) == s(9, 10));
+static_assert(ts::shard_slice(5, 4, 2) == s(4, 5) && ts::shard_slice(5, 4, 3) == s(5, 5));  // 2,2,1,0
+static_assert(ts::shard_slice(2, 4, 1) == s(1, 2) && ts::shard_slice(2, 4, 2) == s(2, 2));  // 1,1,0,0
+static_assert(ts::shard_slice(0, 4, 0) == s(0, 0));
 static_assert(s(3, 7).size() == 4);
 
 // ---- P('x', 'y') on 2x2, an 8x6 matrix: 4 tiles of 4x3, no replication ----

@@ -69,8 +69,8 @@ static_assert(round_trips<mesh_dm>());
 static_assert(round_trips<ts::mesh<ts::axis("a", 2), ts::axis("b", 3), ts::axis("c", 5), ts::axis("d", 1)>>());
 
 // ---- the mesh concept ----
-static_assert(ts::mesh_type<mesh_2x4> && ts::is_mesh_v<mesh_dm>);
-static_assert(!ts::mesh_type<int> && !ts::mesh_type<ts::axis>);
+static_assert(ts::mesh_like<mesh_2x4> && ts::is_mesh_v<mesh_dm>);
+static_assert(!ts::mesh_like<int> && !ts::mesh_like<ts::axis>);
 
 // ---- axis names: up to 31 characters, compared by content ----
 static_assert(ts::axis("abcdefghijklmnopqrstuvwxyz01234", 2).name.length == 31);

@@ -86,6 +86,6 @@ static_assert(twice.what == problem::repeated_axis && twice.axis == ts::axis_nam
 static_assert(ts::detail::check_spec<mesh_3d, ts::spec<ts::axes("z", "x"), ts::none, "y">, 3>());
 
 // ---- the spec concept ----
-static_assert(ts::spec_type<p_xy> && !ts::spec_type<int> && !ts::spec_type<ts::dim_spec>);
+static_assert(ts::spec_like<p_xy> && !ts::spec_like<int> && !ts::spec_like<ts::dim_spec>);
 
 }  // namespace

@@ -210,7 +210,7 @@ TEST_CASE("block transpose: the view's extents, elements, eval(), and transpose 
         static_assert(std::is_same_v<typename V::base_type, B> && V::rank == 2);
         static_assert(V::varying == B::varying && V::template varies_over<"x"> &&
                       !V::template varies_over<"y">);
-        static_assert(ts::transposed_block<V> && !ts::block_type<V>);
+        static_assert(ts::transposed_block<V> && !ts::block_like<V>);
         static_assert(std::is_same_v<decltype(ts::transpose(t)), const B&>);
         bool good = t.extents() == ts::shape<2>{6, 2} && t.extent(0) == 6 && t.extent(1) == 2 &&
                     t.size() == 12 && &t.base() == &b && &ts::transpose(t) == &b &&

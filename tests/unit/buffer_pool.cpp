@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "typeshard/detail/buffer.hpp"
+#include "typeshard/array/detail/buffer.hpp"
 
 namespace {
 

@@ -123,7 +123,7 @@ bool blocks_agree(const ts::dim_spec& ds, std::size_t n, std::size_t parts) {
   const std::size_t k = ts::detail::shards_of<Mesh>(ds), minor = n / parts;
   for (std::size_t p = 0; p < Mesh::size; ++p) {
     const std::size_t i = ts::detail::shard_of<Mesh>(ds, p);
-    const ts::slice flat = ts::block_slice(n, k, i), major = ts::block_slice(parts, k, i);
+    const ts::slice flat = ts::shard_slice(n, k, i), major = ts::shard_slice(parts, k, i);
     if (flat.start != major.start * minor || flat.stop != major.stop * minor) return false;
   }
   return true;

@@ -82,7 +82,7 @@ constexpr bool entry_uses_any(const spec_array<Rank>& s, std::size_t skip_dim, c
 template <class Mesh, std::size_t Rank>
 constexpr double gather_cost(const spec_array<Rank>& s, std::size_t j, const ts::shape<Rank>& g) {
   double block = 1;
-  for (std::size_t d = 0; d < Rank; ++d) block *= double(ts::block_extent(g[d], tsd::shards_of<Mesh>(s[d])));
+  for (std::size_t d = 0; d < Rank; ++d) block *= double(ts::shard_extent(g[d], tsd::shards_of<Mesh>(s[d])));
   return block * double(tsd::shards_of<Mesh>(s[j]) - 1);
 }
 

@@ -98,7 +98,7 @@ std::string check_result(const tsd::einsum_choice<Rank>& c, const std::vector<ts
   for (std::size_t p = 0; p < Mesh::size; ++p) {
     const ts::index_slices<Rank> ix = tsd::index_of<Mesh>(c.out, cg, p);
     const ts::slice js =
-        ts::block_slice(J, tsd::shards_of<Mesh>(c.out_unreduced), tsd::shard_of<Mesh>(c.out_unreduced, p));
+        ts::shard_slice(J, tsd::shards_of<Mesh>(c.out_unreduced), tsd::shard_of<Mesh>(c.out_unreduced, p));
     std::size_t expected_size = 1;
     for (std::size_t d = 0; d < Rank; ++d) expected_size *= ix[d].size();
     if (got[p].size() != expected_size)

@@ -228,7 +228,7 @@ struct model_ops {
 
 template <class R>
 auto host_of(const R& r) {
-  if constexpr (ts::block_type<R>)
+  if constexpr (ts::block_like<R>)
     return r.to_host();
   else
     return whole(r);

@@ -36,8 +36,8 @@ TEST_CASE("the array's type carries element, mesh, padded spec, extents, unreduc
   STATIC_REQUIRE(std::is_same_v<A::extents_type, ts::dextents<2>>);
   STATIC_REQUIRE(std::is_same_v<A::unreduced_type, ts::unreduced<>>);
   STATIC_REQUIRE(A::rank == 2);
-  STATIC_REQUIRE(ts::sharded_array_type<A> && ts::sharded_array_type<const A&>);
-  STATIC_REQUIRE(!ts::sharded_array_type<ts::host_tensor<float, 2>>);
+  STATIC_REQUIRE(ts::sharded_array_like<A> && ts::sharded_array_like<const A&>);
+  STATIC_REQUIRE(!ts::sharded_array_like<ts::host_tensor<float, 2>>);
   REQUIRE(A::sharding_string() ==
           "NamedSharding(mesh=Mesh('x': 2, 'y': 2), spec=PartitionSpec('x', None))");
   REQUIRE(a.extents() == ts::shape<2>{4, 2});

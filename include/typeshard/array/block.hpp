@@ -35,7 +35,7 @@
 
 #include "../core/config.hpp"
 #include "../backend/backend.hpp"
-#include "../detail/buffer.hpp"
+#include "detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/mesh_group.hpp"
 #include "device_mesh.hpp"
@@ -52,12 +52,12 @@
 namespace typeshard {
 
 // vary<Mesh, "x", "y">: the varying-set bit mask of those mesh axes.
-template <mesh_type Mesh, axis_name... Axes>
+template <mesh_like Mesh, axis_name... Axes>
 inline constexpr std::uint64_t vary = (std::uint64_t{0} | ... |
                                        (std::uint64_t{1} << Mesh::index_of(Axes)));
 
 // The varying-set mask of the axes a spec shards over.
-template <mesh_type Mesh, spec_type Spec>
+template <mesh_like Mesh, spec_like Spec>
 inline constexpr std::uint64_t vary_of_spec = [] {
   std::uint64_t m = 0;
   for (std::size_t i = 0; i < Mesh::rank; ++i)
@@ -66,7 +66,7 @@ inline constexpr std::uint64_t vary_of_spec = [] {
 }();
 
 // shard_context: where a per-device function runs: its device mesh and mesh position.
-template <mesh_type Mesh>
+template <mesh_like Mesh>
 class shard_context {
  public:
   shard_context(const device_mesh<Mesh>& m, std::size_t position)
@@ -112,7 +112,7 @@ namespace detail {
 
 }  // namespace detail
 
-template <class T, std::size_t Rank, mesh_type Mesh, std::uint64_t Varying = 0>
+template <class T, std::size_t Rank, mesh_like Mesh, std::uint64_t Varying = 0>
 class block {
  public:
   using value_type = T;
@@ -277,7 +277,7 @@ template <class T, std::size_t R, class M, std::uint64_t V>
 inline constexpr bool is_block_v<block<T, R, M, V>> = true;
 
 template <class T>
-concept block_type = is_block_v<std::remove_cvref_t<T>>;
+concept block_like = is_block_v<std::remove_cvref_t<T>>;
 
 
 // ---- transposed views --------------------------------------------------------------------
@@ -289,7 +289,7 @@ concept block_type = is_block_v<std::remove_cvref_t<T>>;
 // expression it must not outlive b (use it within the expression that makes it, or while b
 // lives; `auto t = ts::transpose(x * 2);` dangles). eval() makes a block holding the
 // transposed elements, for any other use (elementwise operations, returning it).
-template <block_type Block>
+template <block_like Block>
 class transposed {
  public:
   using base_type = Block;
@@ -352,8 +352,8 @@ concept transposed_block = is_transposed_v<std::remove_cvref_t<T>>;
 // lookup never finds it, so a program's own unqualified `transpose(block)` helper (a common
 // name) keeps calling that helper rather than silently this.
 struct transpose_t {
-  template <block_type B>
-  auto operator()(const B& b) const {
+  template <block_like B>
+  [[nodiscard]] auto operator()(const B& b) const {
     using blk = std::remove_cvref_t<B>;
     if constexpr (blk::rank == 2) {
       return transposed<blk>(b);
@@ -364,16 +364,16 @@ struct transpose_t {
     }
   }
   template <class B>
-  const B& operator()(const transposed<B>& t) const {
+  [[nodiscard]] const B& operator()(const transposed<B>& t) const {
     return t.base();
   }
   // A sharded array (the global view): its transpose, ts::permute<1, 0>(a) of
   // ops/dims.hpp (rule 8), found in the array's namespace when this is instantiated, so
   // this layer includes no operation.
   template <class A>
-    requires(!block_type<A> && !transposed_block<A> &&
+    requires(!block_like<A> && !transposed_block<A> &&
              requires { typename A::unreduced_type; typename A::layout_type; })
-  auto operator()(const A& a) const {
+  [[nodiscard]] auto operator()(const A& a) const {
     if constexpr (A::rank != 2) {
       static_assert(
           detail::require<false, diagnostic::transpose_rank_not_two<A::rank>>::value);

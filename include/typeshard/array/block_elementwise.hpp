@@ -19,7 +19,7 @@
 
 #include "block.hpp"
 #include "../core/config.hpp"
-#include "../detail/buffer.hpp"
+#include "detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/errors.hpp"
 #include "../core/rules/rule5_elementwise.hpp"
@@ -29,7 +29,7 @@ namespace typeshard {
 namespace detail {
 
 template <class B, class R, std::uint64_t V>
-using block_like =
+using retyped_block =
     block<R, std::remove_cvref_t<B>::rank, typename std::remove_cvref_t<B>::mesh_type, V>;
 
 [[noreturn]] TYPESHARD_COLD inline void throw_block_shapes_differ(std::span<const std::size_t> a,
@@ -91,7 +91,7 @@ auto map_block(const A& a, F f) {
   buffer<R> out(a.size());
   const auto* in = a.data();
   for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = f(in[i]);
-  return block_like<A, R, arr::varying>(a.context(), a.extents(), std::move(out));
+  return retyped_block<A, R, arr::varying>(a.context(), a.extents(), std::move(out));
 }
 
 template <class A, class B, class F>
@@ -108,7 +108,7 @@ auto zip_blocks(const A& a, const B& b, F f, const char* op) {
   } else {
     using R = std::invoke_result_t<F&, const typename arr_a::value_type&,
                                    const typename arr_b::value_type&>;
-    using result = block_like<A, R, arr_a::varying | arr_b::varying>;
+    using result = retyped_block<A, R, arr_a::varying | arr_b::varying>;
     if constexpr (arr_a::rank != 0) {  // rank-0 blocks always have equal extents
       if (a.extents() != b.extents()) {
         const auto r = block_broadcast_shape(a.extents(), b.extents(), op);
@@ -132,12 +132,12 @@ auto zip_blocks(const A& a, const B& b, F f, const char* op) {
 // map(b, f) / zip(a, b, f): f per element; zip's result varies over both operands' axes.
 // The named operations (+ - * /, ts::exp, ts::maximum, ...) are defined once for arrays and
 // blocks in ops/elementwise.hpp, on these two.
-template <block_type B, class F>
-auto map(const B& b, F f) {
+template <block_like B, class F>
+[[nodiscard]] auto map(const B& b, F f) {
   return detail::map_block(b, f);
 }
-template <block_type A, block_type B, class F>
-auto zip(const A& a, const B& b, F f) {
+template <block_like A, block_like B, class F>
+[[nodiscard]] auto zip(const A& a, const B& b, F f) {
   return detail::zip_blocks(a, b, f, "zip");
 }
 

@@ -18,7 +18,7 @@
 
 #include "block.hpp"
 #include "../core/config.hpp"
-#include "../detail/buffer.hpp"
+#include "detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/errors.hpp"
 #include "host_tensor.hpp"
@@ -120,8 +120,8 @@ auto block_product(const A& a, const B& b) {
 // reads it in place (kernels::gemm's trans flags), and extents, checks and messages are the
 // transposed ones.
 template <class A, class B>
-  requires((block_type<A> || transposed_block<A>) && (block_type<B> || transposed_block<B>))
-auto matmul(const A& a, const B& b) {
+  requires((block_like<A> || transposed_block<A>) && (block_like<B> || transposed_block<B>))
+[[nodiscard]] auto matmul(const A& a, const B& b) {
   using arr_a = std::remove_cvref_t<A>;
   using arr_b = std::remove_cvref_t<B>;
   using T = typename arr_a::value_type;

@@ -117,7 +117,7 @@ inline constexpr const char* move_to_other_devices_fix =
 
 }  // namespace detail
 
-template <mesh_type Mesh>
+template <mesh_like Mesh>
 class device_mesh {
  public:
   using mesh_type = Mesh;
@@ -163,7 +163,7 @@ namespace detail {
 
 // Operands of one operation must be on the same devices (the operations' run-time check):
 // one instantiation per mesh type, out of line.
-template <mesh_type M>
+template <mesh_like M>
 TYPESHARD_NOINLINE void check_same_device_mesh(const device_mesh<M>& a, const device_mesh<M>& b,
                                                const char* op, const char* fix) {
   if (!(a == b)) throw_operands_on_different_devices(op, a.to_string(), b.to_string(), fix);

@@ -134,7 +134,7 @@ class host_tensor {
 
 // arange<T>(n): [0, 1, ..., n-1], numpy's arange.
 template <class T>
-host_tensor<T, 1> arange(std::size_t n) {
+[[nodiscard]] host_tensor<T, 1> arange(std::size_t n) {
   host_tensor<T, 1> out({n});
   for (std::size_t i = 0; i < n; ++i) out(i) = static_cast<T>(i);
   return out;
@@ -142,6 +142,7 @@ host_tensor<T, 1> arange(std::size_t n) {
 
 // reshape(t, extents): the same values under new extents (same number of elements).
 template <std::size_t NewRank, class T, std::size_t Rank>
+[[nodiscard]]
 host_tensor<T, NewRank> reshape(host_tensor<T, Rank> t, const shape<NewRank>& extents) {
   std::vector<T> values(t.values().begin(), t.values().end());
   return host_tensor<T, NewRank>(extents, std::move(values));

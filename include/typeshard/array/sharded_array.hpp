@@ -27,7 +27,7 @@
 
 #include "../backend/backend.hpp"
 #include "../core/config.hpp"
-#include "../detail/buffer.hpp"
+#include "detail/buffer.hpp"
 #include "detail/copy_box.hpp"
 #include "detail/transfer.hpp"
 #include "device_mesh.hpp"
@@ -158,8 +158,8 @@ struct array_state {
 
 }  // namespace detail
 
-template <class T, mesh_type Mesh, spec_type Spec, extents_type Extents,
-          unreduced_type Unreduced = unreduced<>>
+template <class T, mesh_like Mesh, spec_like Spec, extents_like Extents,
+          unreduced_like Unreduced = unreduced<>>
 class sharded_array {
  public:
   using value_type = T;
@@ -249,12 +249,12 @@ template <class T, class M, class S, class E, class U>
 inline constexpr bool is_sharded_array_v<sharded_array<T, M, S, E, U>> = true;
 
 template <class T>
-concept sharded_array_type = is_sharded_array_v<std::remove_cvref_t<T>>;
+concept sharded_array_like = is_sharded_array_v<std::remove_cvref_t<T>>;
 
 namespace detail {
 
 // Runs body(position) on the device of every addressable mesh position, concurrently.
-template <mesh_type Mesh, class Body>
+template <mesh_like Mesh, class Body>
 void for_each_position(const device_mesh<Mesh>& m, Body&& body) {
   m.get_backend().run(std::span<const device_id>(m.devices()), body);
 }
@@ -279,9 +279,9 @@ sharded_array<T, Mesh, Spec, dextents<Rank>> after_diagnostic(const device_mesh<
 
 // device_put<Spec>(mesh, host): shards host data over the mesh (each device copies its
 // slices in parallel). With Extents, dimensions given statically must match the data.
-template <spec_type Spec, class Extents = void, mesh_type Mesh, class T,
+template <spec_like Spec, class Extents = void, mesh_like Mesh, class T,
           std::size_t Rank>
-auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
+[[nodiscard]] auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
   if constexpr (E::rank != Rank) {
     static_assert(detail::require<false,
@@ -302,8 +302,9 @@ auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
 // `index` (the device's shard): no process ever needs the whole array (SPMD on MPI, JAX's
 // make_array_from_callback). It is called on each device, concurrently on the thread pool,
 // so it must be safe to call from several threads.
-template <spec_type Spec, class Extents = void, mesh_type Mesh, std::size_t Rank, class F>
+template <spec_like Spec, class Extents = void, mesh_like Mesh, std::size_t Rank, class F>
   requires std::invocable<F&, const index_slices<Rank>&>
+[[nodiscard]]
 auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_block) {
   using block_type = std::remove_cvref_t<std::invoke_result_t<F&, const index_slices<Rank>&>>;
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
@@ -332,6 +333,7 @@ auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_
 // must call it, and each gets the whole array (JAX's process_allgather), also a process
 // that holds none of the array's devices (it receives a broadcast). A value still unreduced over some axis must be reduced first (rule 3).
 template <class T, class Mesh, class Spec, class Extents, class Unreduced>
+[[nodiscard]]
 host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a) {
   static_assert(detail::require<Unreduced::empty, diagnostic::to_host_unreduced<Unreduced>>::value);
   return detail::host_from_blocks<T, Extents::rank>(a.placement(), a.extents(),

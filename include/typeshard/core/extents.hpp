@@ -43,6 +43,6 @@ template <std::size_t... E>
 inline constexpr bool is_extents_v<extents<E...>> = true;
 
 template <class T>
-concept extents_type = is_extents_v<T>;
+concept extents_like = is_extents_v<T>;
 
 }  // namespace typeshard

@@ -85,14 +85,15 @@ std::string to_string(const shape<Rank>& s) {
 TYPESHARD_FOR_RUNTIME_RANKS(TYPESHARD_SHAPE_STRING_INSTANCE, extern template)
 #endif
 
-// Block extent of one shard when `extent` is split into `shards`: ceil(extent / shards).
-constexpr std::size_t block_extent(std::size_t extent, std::size_t shards) {
+// The extent of one shard when `extent` is split into `shards`: ceil(extent / shards).
+constexpr std::size_t shard_extent(std::size_t extent, std::size_t shards) {
   return shards == 0 ? extent : (extent + shards - 1) / shards;
 }
 
-// The k-th of `shards` blocks of a dimension of `extent` (trailing blocks may be short).
-constexpr slice block_slice(std::size_t extent, std::size_t shards, std::size_t k) {
-  const std::size_t b = block_extent(extent, shards);
+// The k-th shard's slice of a dimension of `extent` split into `shards` (the trailing
+// shards may be short or empty).
+constexpr slice shard_slice(std::size_t extent, std::size_t shards, std::size_t k) {
+  const std::size_t b = shard_extent(extent, shards);
   const std::size_t start = k * b < extent ? k * b : extent;
   const std::size_t stop = start + b < extent ? start + b : extent;
   return {start, stop};
@@ -147,7 +148,7 @@ TYPESHARD_NOINLINE constexpr index_slices<Rank> index_of(const mesh_value& m,
                                                          std::size_t position) {
   index_slices<Rank> out{};
   for (std::size_t d = 0; d < Rank; ++d)
-    out[d] = block_slice(global[d], shards_of(m, s[d]), shard_of(m, s[d], position));
+    out[d] = shard_slice(global[d], shards_of(m, s[d]), shard_of(m, s[d], position));
   return out;
 }
 
@@ -166,7 +167,7 @@ template <std::size_t Rank>
 constexpr shape<Rank> block_shape_of(const mesh_value& m, const spec_array<Rank>& s,
                                      const shape<Rank>& global) {
   shape<Rank> out{};
-  for (std::size_t d = 0; d < Rank; ++d) out[d] = block_extent(global[d], shards_of(m, s[d]));
+  for (std::size_t d = 0; d < Rank; ++d) out[d] = shard_extent(global[d], shards_of(m, s[d]));
   return out;
 }
 
@@ -222,7 +223,7 @@ constexpr bool is_even(const spec_array<Rank>& s, const shape<Rank>& global) {
 
 }  // namespace detail
 
-template <mesh_type Mesh, spec_type Spec, std::size_t Rank>
+template <mesh_like Mesh, spec_like Spec, std::size_t Rank>
 struct layout {
   using mesh_type = Mesh;
   using spec_type = typename detail::padded_spec<Spec, Rank>::type;

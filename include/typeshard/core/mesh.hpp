@@ -162,6 +162,6 @@ template <axis... Axes>
 inline constexpr bool is_mesh_v<mesh<Axes...>> = true;
 
 template <class T>
-concept mesh_type = is_mesh_v<T>;
+concept mesh_like = is_mesh_v<T>;
 
 }  // namespace typeshard

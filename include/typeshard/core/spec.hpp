@@ -116,7 +116,7 @@ template <dim_spec... Dims>
 inline constexpr bool is_spec_v<spec<Dims...>> = true;
 
 template <class T>
-concept spec_type = is_spec_v<T>;
+concept spec_like = is_spec_v<T>;
 
 namespace detail {
 

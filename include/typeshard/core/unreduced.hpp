@@ -40,6 +40,6 @@ template <detail::axis_name... Axes>
 inline constexpr bool is_unreduced_v<unreduced<Axes...>> = true;
 
 template <class T>
-concept unreduced_type = is_unreduced_v<T>;
+concept unreduced_like = is_unreduced_v<T>;
 
 }  // namespace typeshard

@@ -28,7 +28,7 @@ using convert_to = fn::convert_to<U>;
 }  // namespace detail
 
 // astype<U>(x): x with every element converted to U.
-template <class U, sharded_array_type A>
+template <class U, sharded_array_like A>
 [[nodiscard]] auto astype(const A& a) {
   using arr = std::remove_cvref_t<A>;
   if constexpr (std::is_same_v<typename arr::value_type, U>)
@@ -38,7 +38,7 @@ template <class U, sharded_array_type A>
 }
 
 // astype<U>(b): block b with every element converted to U (inside shard_map).
-template <class U, block_type B>
+template <class U, block_like B>
 [[nodiscard]] auto astype(const B& b) {
   return map(b, detail::convert_to<U>{});
 }

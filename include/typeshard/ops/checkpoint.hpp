@@ -52,7 +52,7 @@ namespace typeshard::checkpoint {
 // ends.
 class item {
  public:
-  template <sharded_array_type A>
+  template <sharded_array_like A>
   item(std::string name, const A& a) {
     if constexpr (!A::unreduced_type::empty) {
       static_assert(typeshard::detail::require<
@@ -65,7 +65,7 @@ class item {
   const detail::saved_array& saved() const { return s_; }
 
  private:
-  template <sharded_array_type A>
+  template <sharded_array_like A>
   void init(std::string name, const A& a) {
     using T = typename A::value_type;
     using Mesh = typename A::mesh_type;
@@ -153,7 +153,7 @@ struct load_options {
 // Spec on device mesh m (any mesh, spec, device count or backend, whatever it was saved on);
 // each device reads only the saved shards that overlap its own. Throws checkpoint_error for
 // a missing or damaged file, an unknown name, or a dtype or rank other than saved.
-template <spec_type Spec, class T, std::size_t Rank, mesh_type Mesh>
+template <spec_like Spec, class T, std::size_t Rank, mesh_like Mesh>
 [[nodiscard]] sharded_array<T, Mesh, Spec, dextents<Rank>> load(
     const std::filesystem::path& dir, const std::string& name, const device_mesh<Mesh>& m,
     load_options options = {}) {

@@ -32,7 +32,7 @@
 #include "../backend/backend.hpp"
 #include "../backend/detail/call_site.hpp"
 #include "../array/block.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "detail/block_collective.hpp"
 #include "detail/collective_calls.hpp"
 #include "../core/detail/mesh_group.hpp"
@@ -44,8 +44,9 @@ namespace typeshard {
 // pmax / pmin: the elementwise maximum / minimum over the group (NaN-aware, as the
 // elementwise ts::maximum / ts::minimum: kernels/functors.hpp).
 #define TYPESHARD_GROUP_REDUCTION(name, op)                                    \
-  template <axis_name... Axes, block_type B>                                   \
+  template <axis_name... Axes, block_like B>                                   \
     requires(sizeof...(Axes) >= 1)                                             \
+  [[nodiscard]]                                                                \
   auto name(const B& x,                                                        \
             detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                   \
@@ -57,9 +58,9 @@ TYPESHARD_GROUP_REDUCTION(pmin, min)
 #undef TYPESHARD_GROUP_REDUCTION
 
 // pmean: psum divided by the group size (integer division for integer elements).
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto pmean(const B& x, detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto pmean(const B& x, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
@@ -72,10 +73,10 @@ auto pmean(const B& x, detail::source_site loc = detail::source_site::current())
 
 // all_gather<Axes...>(x, dim): the group's blocks concatenated along dim in rank order
 // (tiled); invariant over Axes. The blocks must have equal shapes.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto all_gather(const B& x, std::size_t dim = 0,
-                detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto all_gather(const B& x, std::size_t dim = 0,
+                              detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
@@ -93,17 +94,17 @@ auto all_gather(const B& x, std::size_t dim = 0,
 // psum_scatter<Axes...>(x, dim): the sum over the group, of which member r keeps slice r
 // along dim (tiled reduce-scatter); varies over Axes. An extent that does not divide gives
 // slices of ceil(extent / size), the trailing ones shorter.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto psum_scatter(const B& x, std::size_t dim = 0,
-                  detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto psum_scatter(const B& x, std::size_t dim = 0,
+                                detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
     detail::check_dimension(x, dim, "psum_scatter");
     std::vector<std::size_t> extents(g.size);
     for (std::size_t r = 0; r < g.size; ++r)
-      extents[r] = block_slice(x.extent(dim), g.size, r).size();
+      extents[r] = shard_slice(x.extent(dim), g.size, r).size();
     typename B::shape_type out_shape = x.extents();
     out_shape[dim] = extents[g.rank];
     detail::buffer<T> out(host_tensor<T, B::rank>::element_count(out_shape));
@@ -117,10 +118,10 @@ auto psum_scatter(const B& x, std::size_t dim = 0,
 // all_to_all<Axes...>(x, split_axis, concat_axis): x is cut into equal chunks along
 // split_axis, chunk j sent to member j; the chunks received are concatenated along
 // concat_axis in rank order (tiled). Varies over Axes.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
-                detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
+                              detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
@@ -140,10 +141,10 @@ auto all_to_all(const B& x, std::size_t split_axis, std::size_t concat_axis,
 // ppermute<Axes...>(x, perm): perm lists (source rank, destination rank) pairs within the
 // group; each destination receives its source's block, a device no pair sends to gets
 // zeros (as in JAX). Varies over Axes. Blocks moved must have equal shapes.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> perm,
-              detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> perm,
+                            detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_collective<Axes...>(x, [&](const auto& g) {
     using T = typename B::value_type;
@@ -164,8 +165,9 @@ auto ppermute(const B& x, std::span<const std::pair<std::size_t, std::size_t>> p
     return detail::varying_over<B, Axes...>(x.context(), x.extents(), std::move(out));
   });
 }
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
+[[nodiscard]]
 auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size_t>> perm,
               detail::source_site loc = detail::source_site::current()) {
   return ppermute<Axes...>(
@@ -174,10 +176,10 @@ auto ppermute(const B& x, std::initializer_list<std::pair<std::size_t, std::size
 
 // shift<Axes...>(x, offset): the ring permutation in which rank r sends to
 // (r + offset) mod size (ppermute with every pair); varies over Axes.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto shift(const B& x, std::ptrdiff_t offset,
-           detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto shift(const B& x, std::ptrdiff_t offset,
+                         detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename B::mesh_type;
   if constexpr (!detail::check_collective_axes<Mesh, Axes...>()) {
@@ -196,9 +198,9 @@ auto shift(const B& x, std::ptrdiff_t offset,
 
 // pvary<Axes...>(x): x typed as varying over Axes too (JAX's pvary); no communication, no
 // copy of owned data. Binary operations widen implicitly; this is for being explicit.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-auto pvary(B&& x) {
+[[nodiscard]] auto pvary(B&& x) {
   using arr = std::remove_cvref_t<B>;
   if constexpr (!detail::check_collective_axes<typename arr::mesh_type, Axes...>())
     return arr(x);
@@ -209,16 +211,16 @@ auto pvary(B&& x) {
 
 // axis_index<Axes...>(x): the rank of x's device in the group (its coordinate along a
 // single axis), as jax.lax.axis_index.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-std::size_t axis_index(const B& x) {
+[[nodiscard]] std::size_t axis_index(const B& x) {
   return x.context().template axis_index<Axes...>();
 }
 
 // axis_size<Axes...>(x): the number of devices in the group.
-template <axis_name... Axes, block_type B>
+template <axis_name... Axes, block_like B>
   requires(sizeof...(Axes) >= 1)
-constexpr std::size_t axis_size(const B&) {
+[[nodiscard]] constexpr std::size_t axis_size(const B&) {
   if constexpr (!detail::check_collective_axes<typename B::mesh_type, Axes...>())
     return 0;
   else

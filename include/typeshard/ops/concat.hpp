@@ -114,7 +114,7 @@ auto concat_arrays(const X& x, const Xs&... xs) {
 }  // namespace detail
 
 // concat<Dim>(x, xs...): the operands joined along Dim (their spec and unreduced axes kept).
-template <std::size_t Dim, sharded_array_type X, sharded_array_type... Xs>
+template <std::size_t Dim, sharded_array_like X, sharded_array_like... Xs>
 [[nodiscard]] auto concat(const X& x, const Xs&... xs) {
   if constexpr (!detail::concat_is_valid<Dim, X, Xs...>())
     return x;  // the diagnostic fired: one error only
@@ -158,7 +158,7 @@ constexpr bool concat_blocks_compatible() {
 }  // namespace detail
 
 // concat<Dim>(b, bs...) on blocks inside ts::shard_map: the blocks joined along Dim (local).
-template <std::size_t Dim, block_type B, block_type... Bs>
+template <std::size_t Dim, block_like B, block_like... Bs>
 [[nodiscard]] auto concat(const B& b, const Bs&... bs) {
   if constexpr (Dim >= B::rank) {
     static_assert(

@@ -33,7 +33,7 @@
 #include "../core/errors.hpp"
 #include "../core/layout.hpp"
 #include "../core/rules/rule8_dimension_moves.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../kernels/detail/permute_copy.hpp"
 #include "../plan/dims_plan.hpp"
 
@@ -107,8 +107,8 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> permuted_blocks(const placement<R>& at
 // permute<Perm...>(x): x with its dimensions reordered, output dimension i being input
 // dimension Perm[i] (NumPy's x.transpose(Perm)); each spec entry moves with its dimension.
 // Each device permutes its own block: no communication.
-template <std::size_t... Perm, sharded_array_type A>
-auto permute(const A& a) {
+template <std::size_t... Perm, sharded_array_like A>
+[[nodiscard]] auto permute(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = permute_plan_for<arr, Perm...>;
   if constexpr (!detail::check_permute<plan>()) {
@@ -135,8 +135,8 @@ auto permute(const A& a) {
 // split_dim<Dim, Parts>(x): dimension Dim, of extent n, becomes two, (Parts, n / Parts),
 // row-major (NumPy's reshape); Parts keeps Dim's spec entry, n / Parts is unsharded. No
 // communication, no copy. Throws shape_error when a dynamic extent does not allow it.
-template <std::size_t Dim, std::size_t Parts, sharded_array_type A>
-auto split_dim(const A& a) {
+template <std::size_t Dim, std::size_t Parts, sharded_array_like A>
+[[nodiscard]] auto split_dim(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = split_dim_plan_for<arr, Dim, Parts>;
   if constexpr (!detail::check_split<plan>()) {
@@ -153,8 +153,8 @@ auto split_dim(const A& a) {
 // A * B (NumPy's reshape); it keeps Dim's spec entry. Dim + 1 must be unsharded and Dim's
 // shards even (unless B is 1). No communication, no copy. Throws shape_error when a dynamic
 // extent does not allow it.
-template <std::size_t Dim, sharded_array_type A>
-auto merge_dims(const A& a) {
+template <std::size_t Dim, sharded_array_like A>
+[[nodiscard]] auto merge_dims(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = merge_dims_plan_for<arr, Dim>;
   if constexpr (!detail::check_merge<plan>()) {

@@ -23,7 +23,7 @@ namespace detail {
 
 template <class X>
 const auto& array_of(const X& x) {
-  if constexpr (traced_type<X>) return x.value();
+  if constexpr (traced_like<X>) return x.value();
   else return x;
 }
 
@@ -33,7 +33,7 @@ const auto& array_of(const X& x) {
 // scaled by 1 / (1 - rate) (flax.linen.Dropout). rate == 0 returns x * 1; rate == 1 gives
 // zeros. Throws usage_error unless 0 <= rate <= 1.
 template <class X>
-  requires(sharded_array_type<X> || traced_type<X>)
+  requires(sharded_array_like<X> || traced_like<X>)
 [[nodiscard]] auto dropout(prng_key k, double rate, const X& x) {
   if (!(rate >= 0.0 && rate <= 1.0))
     throw usage_error("typeshard: random::dropout needs a rate in [0, 1]");

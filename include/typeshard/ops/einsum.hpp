@@ -47,7 +47,7 @@
 #include "../core/errors.hpp"
 #include "../core/extents.hpp"
 #include "../core/rules/rule2_einsum.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../plan/detail/einsum_planner.hpp"
 #include "../plan/detail/einsum_steps.hpp"
 #include "../plan/einsum_plan.hpp"
@@ -222,9 +222,9 @@ auto contraction_result(const A& a, const B& b) {
 // sharded by OutSpec (without OutSpec, sharded and possibly unreduced as the plan's rules
 // give), of element type U: the operands' own, or float for bfloat16 operands (JAX's
 // preferred_element_type).
-template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
-          sharded_array_type B, class U>
-  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_like A,
+          sharded_array_like B, class U>
+  requires(spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
@@ -244,9 +244,9 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
 }
 
 // einsum<Subscripts, OutSpec>(a, b): the same, of the operands' element type.
-template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_type A,
-          sharded_array_type B>
-  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_like A,
+          sharded_array_like B>
+  requires(spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto einsum(const A& a, const B& b,
                           detail::source_site loc = detail::source_site::current()) {
   return einsum<Subscripts, OutSpec>(a, b, preferred_element<typename A::value_type>, loc);

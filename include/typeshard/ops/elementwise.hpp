@@ -41,8 +41,8 @@ namespace typeshard {
 
 // map(x, f): f applied to every element; the result keeps x's spec. f must be a pure
 // function of one element. Not allowed on unreduced values (f need not be linear).
-template <sharded_array_type A, class F>
-auto map(const A& a, F f) {
+template <sharded_array_like A, class F>
+[[nodiscard]] auto map(const A& a, F f) {
   using arr = std::remove_cvref_t<A>;
   using R = std::invoke_result_t<F&, const typename arr::value_type&>;
   if constexpr (!arr::unreduced_type::empty) {
@@ -55,8 +55,8 @@ auto map(const A& a, F f) {
 }
 
 // zip(x, y, f): f applied to every pair of elements, broadcast (rule 5).
-template <sharded_array_type A, sharded_array_type B, class F>
-auto zip(const A& a, const B& b, F f) {
+template <sharded_array_like A, sharded_array_like B, class F>
+[[nodiscard]] auto zip(const A& a, const B& b, F f) {
   using arr_a = std::remove_cvref_t<A>;
   using arr_b = std::remove_cvref_t<B>;
   if constexpr (!detail::check_elementwise_operands<A, B>()) {
@@ -105,11 +105,11 @@ using scalar_arg = scalar_parameter_t<scalar_of<A>>;
 // on arrays rule 3 allows only the linear operations on unreduced values.
 
 template <class A>
-concept elementwise_operand = sharded_array_type<A> || block_type<A>;
+concept elementwise_operand = sharded_array_like<A> || block_like<A>;
 
 template <class A, class B>
-concept same_operand_kind = (sharded_array_type<A> && sharded_array_type<B>) ||
-                            (block_type<A> && block_type<B>);
+concept same_operand_kind = (sharded_array_like<A> && sharded_array_like<B>) ||
+                            (block_like<A> && block_like<B>);
 
 namespace detail {
 
@@ -117,7 +117,7 @@ namespace detail {
 // element type and unreduced axes; a block takes f's result type.
 template <class A, class F>
 auto map_linear(const A& a, F f) {
-  if constexpr (block_type<A>) {
+  if constexpr (block_like<A>) {
     return map_block(a, f);
   } else {
     using arr = std::remove_cvref_t<A>;
@@ -128,7 +128,7 @@ auto map_linear(const A& a, F f) {
 // f on every pair of elements: linear (+, -: equal unreduced axes allowed) or not.
 template <bool Linear, class A, class B, class F>
 auto zip_op(const A& a, const B& b, F f, const char* op) {
-  if constexpr (block_type<A>)
+  if constexpr (block_like<A>)
     return zip_blocks(a, b, f, op);
   else if constexpr (Linear)
     return linear_zip(a, b, f, op);
@@ -142,29 +142,29 @@ auto zip_op(const A& a, const B& b, F f, const char* op) {
 
 template <elementwise_operand A, elementwise_operand B>
   requires same_operand_kind<A, B>
-auto operator+(const A& a, const B& b) {
+[[nodiscard]] auto operator+(const A& a, const B& b) {
   return detail::zip_op<true>(a, b, fn::plus, "operator+");
 }
 template <elementwise_operand A, elementwise_operand B>
   requires same_operand_kind<A, B>
-auto operator-(const A& a, const B& b) {
+[[nodiscard]] auto operator-(const A& a, const B& b) {
   return detail::zip_op<true>(a, b, fn::minus, "operator-");
 }
 template <elementwise_operand A>
-auto operator-(const A& a) {
+[[nodiscard]] auto operator-(const A& a) {
   return detail::map_linear(a, fn::negate);
 }
 // Scaling by a scalar: x * s, s * x, x / s.
 template <elementwise_operand A>
-auto operator*(const A& a, detail::scalar_arg<A> s) {
+[[nodiscard]] auto operator*(const A& a, detail::scalar_arg<A> s) {
   return detail::map_linear(a, fn::with_scalar{fn::multiplies, s});
 }
 template <elementwise_operand A>
-auto operator*(detail::scalar_arg<A> s, const A& a) {
+[[nodiscard]] auto operator*(detail::scalar_arg<A> s, const A& a) {
   return a * s;
 }
 template <elementwise_operand A>
-auto operator/(const A& a, detail::scalar_arg<A> s) {
+[[nodiscard]] auto operator/(const A& a, detail::scalar_arg<A> s) {
   return detail::map_linear(a, fn::with_scalar{fn::divides, s});
 }
 
@@ -175,7 +175,7 @@ namespace detail {
 // f on every element, not allowed on unreduced values: ts::map on an array.
 template <class A, class F>
 auto map_nonlinear(const A& a, F f) {
-  if constexpr (block_type<A>)
+  if constexpr (block_like<A>)
     return map_block(a, f);
   else
     return map(a, f);
@@ -183,23 +183,23 @@ auto map_nonlinear(const A& a, F f) {
 }  // namespace detail
 
 template <elementwise_operand A>
-auto operator+(const A& a, detail::scalar_arg<A> s) {
+[[nodiscard]] auto operator+(const A& a, detail::scalar_arg<A> s) {
   return detail::map_nonlinear(a, fn::with_scalar{fn::plus, s});
 }
 template <elementwise_operand A>
-auto operator+(detail::scalar_arg<A> s, const A& a) {
+[[nodiscard]] auto operator+(detail::scalar_arg<A> s, const A& a) {
   return a + s;
 }
 template <elementwise_operand A>
-auto operator-(const A& a, detail::scalar_arg<A> s) {
+[[nodiscard]] auto operator-(const A& a, detail::scalar_arg<A> s) {
   return detail::map_nonlinear(a, fn::with_scalar{fn::minus, s});
 }
 template <elementwise_operand A>
-auto operator-(detail::scalar_arg<A> s, const A& a) {
+[[nodiscard]] auto operator-(detail::scalar_arg<A> s, const A& a) {
   return detail::map_nonlinear(a, detail::scalar_first<fn::minus_t, detail::scalar_of<A>>{s});
 }
 template <elementwise_operand A>
-auto operator/(detail::scalar_arg<A> s, const A& a) {
+[[nodiscard]] auto operator/(detail::scalar_arg<A> s, const A& a) {
   return detail::map_nonlinear(a, detail::scalar_first<fn::divides_t, detail::scalar_of<A>>{s});
 }
 
@@ -207,29 +207,29 @@ auto operator/(detail::scalar_arg<A> s, const A& a) {
 
 template <elementwise_operand A, elementwise_operand B>
   requires same_operand_kind<A, B>
-auto operator*(const A& a, const B& b) {
+[[nodiscard]] auto operator*(const A& a, const B& b) {
   return detail::zip_op<false>(a, b, fn::multiplies, "operator*");
 }
 template <elementwise_operand A, elementwise_operand B>
   requires same_operand_kind<A, B>
-auto operator/(const A& a, const B& b) {
+[[nodiscard]] auto operator/(const A& a, const B& b) {
   return detail::zip_op<false>(a, b, fn::divides, "operator/");
 }
 template <elementwise_operand A, elementwise_operand B>
   requires same_operand_kind<A, B>
-auto maximum(const A& a, const B& b) {
+[[nodiscard]] auto maximum(const A& a, const B& b) {
   return detail::zip_op<false>(a, b, fn::maximum, "maximum");
 }
 template <elementwise_operand A, elementwise_operand B>
   requires same_operand_kind<A, B>
-auto minimum(const A& a, const B& b) {
+[[nodiscard]] auto minimum(const A& a, const B& b) {
   return detail::zip_op<false>(a, b, fn::minimum, "minimum");
 }
 
 // sin cos exp log tanh sqrt abs relu: ts::map with the function of the same name.
 #define TYPESHARD_UNARY_OPERATION(name)   \
   template <elementwise_operand A>        \
-  auto name(const A& a) {                 \
+  [[nodiscard]] auto name(const A& a) {   \
     return map(a, fn::name);              \
   }
 TYPESHARD_UNARY_OPERATION(sin)

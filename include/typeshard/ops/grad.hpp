@@ -262,7 +262,7 @@ class grad_function {
   template <class Out, class... Args>
   auto run_loss(const Out& out, const std::shared_ptr<grad_tape>& tape,
                 const Args&... args) const {
-    if constexpr (!traced_type<Out>) {
+    if constexpr (!traced_like<Out>) {
       static_assert(require<false, diagnostic::grad_loss_not_scalar<Out>>::value);
       return placeholder(args...);
     } else if constexpr (Out::rank != 0) {
@@ -314,23 +314,23 @@ auto make_grad_function(F f) {
 // value_and_grad<Argnums...>(f): a callable returning (f's value, the gradients): a std::pair
 // of the loss array and the gradient (one argnum) or a std::tuple of them.
 template <std::size_t... Argnums, class F>
-auto value_and_grad(F f) {
+[[nodiscard]] auto value_and_grad(F f) {
   return detail::make_grad_function<detail::grad_mode::value_and_grad, false, Argnums...>(
       std::move(f));
 }
 template <std::size_t... Argnums, class F>
-auto value_and_grad(F f, has_aux_t) {
+[[nodiscard]] auto value_and_grad(F f, has_aux_t) {
   return detail::make_grad_function<detail::grad_mode::value_and_grad, true, Argnums...>(
       std::move(f));
 }
 
 // grad<Argnums...>(f): a callable returning the gradient(s) alone.
 template <std::size_t... Argnums, class F>
-auto grad(F f) {
+[[nodiscard]] auto grad(F f) {
   return detail::make_grad_function<detail::grad_mode::grad, false, Argnums...>(std::move(f));
 }
 template <std::size_t... Argnums, class F>
-auto grad(F f, has_aux_t) {
+[[nodiscard]] auto grad(F f, has_aux_t) {
   return detail::make_grad_function<detail::grad_mode::grad, true, Argnums...>(std::move(f));
 }
 
@@ -339,11 +339,11 @@ auto grad(F f, has_aux_t) {
 // plans, the reshards that bring each cotangent to its operand's spec (or a contribution to
 // its parameter's), as forward plans print them.
 template <std::size_t... Argnums, class F>
-auto backward_plans(F f) {
+[[nodiscard]] auto backward_plans(F f) {
   return detail::make_grad_function<detail::grad_mode::plans, false, Argnums...>(std::move(f));
 }
 template <std::size_t... Argnums, class F>
-auto backward_plans(F f, has_aux_t) {
+[[nodiscard]] auto backward_plans(F f, has_aux_t) {
   return detail::make_grad_function<detail::grad_mode::plans, true, Argnums...>(std::move(f));
 }
 

@@ -35,7 +35,7 @@
 #include "../core/rules/indexing.hpp"
 #include "../core/rules/rule3_unreduced.hpp"
 #include "../core/spec.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../kernels/functors.hpp"
 #include "elementwise.hpp"
 #include "reduce.hpp"
@@ -44,7 +44,7 @@ namespace typeshard {
 
 // iota<T, Spec, Dim>(m, global): an array of extents `global` sharded by Spec whose element
 // at index i is i[Dim] (as T).
-template <class T, spec_type Spec = spec<>, std::size_t Dim = 0, mesh_type Mesh, std::size_t Rank>
+template <class T, spec_like Spec = spec<>, std::size_t Dim = 0, mesh_like Mesh, std::size_t Rank>
 [[nodiscard]] auto iota(const device_mesh<Mesh>& m, const shape<Rank>& global) {
   if constexpr (Dim >= Rank) {
     static_assert(detail::require<false, diagnostic::iota_dim_out_of_range<Dim, Rank>>::value);
@@ -68,7 +68,7 @@ template <class T, spec_type Spec = spec<>, std::size_t Dim = 0, mesh_type Mesh,
 // block of those extents whose element at index i is i[Dim], the block's own indices (as
 // lax.broadcasted_iota inside shard_map; add the block's offset for global ones). The same on
 // every device: it varies over no axis.
-template <class T, std::size_t Dim, mesh_type Mesh, std::size_t Rank>
+template <class T, std::size_t Dim, mesh_like Mesh, std::size_t Rank>
 [[nodiscard]] auto iota(const shard_context<Mesh>& context, const shape<Rank>& extents) {
   if constexpr (Dim >= Rank) {
     static_assert(detail::require<false, diagnostic::iota_dim_out_of_range<Dim, Rank>>::value);
@@ -168,7 +168,7 @@ auto block_arg_extremum(const B& x) {
 
 // one_hot<T = float>(labels, n): labels [B...] of integers, spec S: [B..., n] of T, spec S
 // with the class dimension whole (ts::none).
-template <class T = float, sharded_array_type L>
+template <class T = float, sharded_array_like L>
   requires std::is_integral_v<typename L::value_type>
 [[nodiscard]] auto one_hot(const L& labels, std::size_t n) {
   using Mesh = typename L::mesh_type;
@@ -191,7 +191,7 @@ template <class T = float, sharded_array_type L>
 
 // one_hot<T = float>(labels, n) on a block of integer labels inside ts::shard_map: the block's
 // own rows (local), varying where the labels do.
-template <class T = float, block_type L>
+template <class T = float, block_like L>
   requires std::is_integral_v<typename L::value_type>
 [[nodiscard]] auto one_hot(const L& labels, std::size_t n) {
   constexpr std::size_t Rank = L::rank;
@@ -211,7 +211,7 @@ template <class T = float, block_type L>
 namespace detail {
 template <reduction Pick, bool KeepDims, int Dim, class A>
 auto any_arg_extremum(const A& x) {
-  if constexpr (block_type<A>)
+  if constexpr (block_like<A>)
     return block_arg_extremum<Pick, KeepDims, Dim>(x);
   else
     return arg_extremum<Pick, KeepDims, Dim>(x);
@@ -221,12 +221,12 @@ auto any_arg_extremum(const A& x) {
 // argmax<Dim>(x), argmax<Dim>(x, ts::keep_dims); argmin likewise. On a block: local.
 #define TYPESHARD_ARG_EXTREMUM(name, pick)                                     \
   template <int Dim, class A>                                                  \
-    requires(sharded_array_type<A> || block_type<A>)                           \
+    requires(sharded_array_like<A> || block_like<A>)                           \
   [[nodiscard]] auto name(const A& x) {                                        \
     return detail::any_arg_extremum<reduction::pick, false, Dim>(x);           \
   }                                                                            \
   template <int Dim, class A>                                                  \
-    requires(sharded_array_type<A> || block_type<A>)                           \
+    requires(sharded_array_like<A> || block_like<A>)                           \
   [[nodiscard]] auto name(const A& x, keep_dims_t) {                           \
     return detail::any_arg_extremum<reduction::pick, true, Dim>(x);            \
   }

@@ -42,7 +42,7 @@
 #include "../core/bfloat16.hpp"
 #include "../core/detail/mesh_value.hpp"
 #include "../core/rules/rule7_reduce.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../plan/reduce_plan.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "../plan/step.hpp"
@@ -87,8 +87,8 @@ constexpr step_array<Rank, 5> layer_norm_steps(const spec_array<Rank>& in, std::
 
 }  // namespace detail
 
-template <mesh_type Mesh, spec_type Spec, extents_type Extents, class T = float,
-          unreduced_type Unreduced = unreduced<>, int Dim = -1>
+template <mesh_like Mesh, spec_like Spec, extents_like Extents, class T = float,
+          unreduced_like Unreduced = unreduced<>, int Dim = -1>
 struct layer_norm_plan : detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
                                                diagnostic::layer_norm_needs_floating_point> {
  private:
@@ -220,7 +220,7 @@ auto traced_layer_norm(const X& x, double eps);
 // with typeshard arrays stays theirs, neither ambiguous nor replaced.
 template <int Dim = -1>
 struct layer_norm_fn {
-  template <sharded_array_type A>
+  template <sharded_array_like A>
   [[nodiscard]] auto operator()(const A& a, double eps = 1e-6,
                                 detail::source_site loc = detail::source_site::current()) const {
     const detail::call_site_scope site(loc);
@@ -228,7 +228,7 @@ struct layer_norm_fn {
     return detail::layer_norm<Dim>(a, static_cast<acc>(eps), nullptr);
   }
   template <class X>
-    requires(!sharded_array_type<X> && requires { typename X::array_type; })
+    requires(!sharded_array_like<X> && requires { typename X::array_type; })
   [[nodiscard]] auto operator()(const X& x, double eps = 1e-6) const {
     return detail::traced_layer_norm<Dim>(x, eps);
   }

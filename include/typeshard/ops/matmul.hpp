@@ -86,8 +86,8 @@ void check_matmul_operands(const A& a, const B& b) {
 // by OutSpec (without OutSpec, sharded and possibly unreduced as the plan's rules give), of
 // element type U: the operands' own, or float for bfloat16 operands (JAX's
 // preferred_element_type: float sums either way, rounded once).
-template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B, class U>
-  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+template <class OutSpec = auto_out, sharded_array_like A, sharded_array_like B, class U>
+  requires(spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
@@ -107,8 +107,8 @@ template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B, 
 }
 
 // matmul<OutSpec>(a, b): the same, of the operands' element type.
-template <class OutSpec = auto_out, sharded_array_type A, sharded_array_type B>
-  requires(spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+template <class OutSpec = auto_out, sharded_array_like A, sharded_array_like B>
+  requires(spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto matmul(const A& a, const B& b,
                           detail::source_site loc = detail::source_site::current()) {
   return matmul<OutSpec>(a, b, preferred_element<typename A::value_type>, loc);

@@ -29,7 +29,7 @@ namespace typeshard {
 
 // plan_device_put<Spec>(a, target): the transfers device_put<Spec>(a, target) makes in one
 // process: move_plan's transfers, bytes_moved() (between devices), bytes_kept(), describe().
-template <spec_type Spec, sharded_array_type A, mesh_type Target>
+template <spec_like Spec, sharded_array_like A, mesh_like Target>
 [[nodiscard]] move_plan plan_device_put(const A& a, const device_mesh<Target>& target) {
   using result = sharded_array<typename A::value_type, Target, Spec, typename A::extents_type>;
   constexpr std::size_t Rank = A::rank;
@@ -45,7 +45,7 @@ template <spec_type Spec, sharded_array_type A, mesh_type Target>
 // sharded by Spec. Onto the same mesh type this is reshard<Spec>(a, target), which reduces a
 // partial sum; onto another mesh type a must be fully reduced (rule 3: reshard or psum it
 // first).
-template <spec_type Spec, sharded_array_type A, mesh_type Target>
+template <spec_like Spec, sharded_array_like A, mesh_like Target>
 [[nodiscard]] auto device_put(const A& a, const device_mesh<Target>& target) {
   if constexpr (std::is_same_v<typename A::mesh_type, Target>) {
     return reshard<Spec>(a, target);  // same devices: collectives; others: the move below

@@ -65,7 +65,7 @@ constexpr bool check_gradient_element() {
 }  // namespace detail
 
 // The parameter's update shard: its element, mesh and extents, sharded by ShardSpec.
-template <class Param, spec_type ShardSpec>
+template <class Param, spec_like ShardSpec>
 using update_shard_t =
     sharded_array<typename Param::value_type, typename Param::mesh_type,
                   typename detail::padded_spec<ShardSpec, Param::rank>::type,
@@ -73,7 +73,7 @@ using update_shard_t =
 
 // zero_update_plan_for<Param, ShardSpec, Grad>: the plan one ZeRO-1 step of Param runs
 // (plan/grad_plan.hpp): its reduce_scatter, slice and all_gather parts, and describe().
-template <class Param, spec_type ShardSpec, class Grad>
+template <class Param, spec_like ShardSpec, class Grad>
 using zero_update_plan_for =
     zero_update_plan<typename Param::mesh_type, typename Param::spec,
                      typename update_shard_t<Param, ShardSpec>::spec,
@@ -82,8 +82,8 @@ using zero_update_plan_for =
 
 // zero_sgd_update<ShardSpec>(w, g, lr): w - lr * g, computed on ShardSpec's shards in one
 // pass per device (the reduce-scatter of g fused with the update), then all-gathered.
-template <spec_type ShardSpec, sharded_array_type P, sharded_array_type G>
-P zero_sgd_update(const P& param, const G& grad, typename P::value_type lr) {
+template <spec_like ShardSpec, sharded_array_like P, sharded_array_like G>
+[[nodiscard]] P zero_sgd_update(const P& param, const G& grad, typename P::value_type lr) {
   using plan = zero_update_plan_for<P, ShardSpec, G>;
   using T = typename P::value_type;
   if constexpr (!detail::check_gradient_element<P, G>() || !plan::valid) {
@@ -103,7 +103,7 @@ struct adam_options {
 };
 
 // Adam's moments on the update shards, and the step count.
-template <class Param, spec_type ShardSpec>
+template <class Param, spec_like ShardSpec>
 struct zero_adam_state {
   using shard_type = update_shard_t<Param, ShardSpec>;
   using shard_spec = ShardSpec;
@@ -112,8 +112,8 @@ struct zero_adam_state {
 };
 
 // zero_adam_init<ShardSpec>(w): zero moments, sharded by ShardSpec.
-template <spec_type ShardSpec, sharded_array_type P>
-zero_adam_state<P, ShardSpec> zero_adam_init(const P& param) {
+template <spec_like ShardSpec, sharded_array_like P>
+[[nodiscard]] zero_adam_state<P, ShardSpec> zero_adam_init(const P& param) {
   using S = update_shard_t<P, ShardSpec>;
   const S zeros = detail::filled<S>(param.device_mesh(), param.extents(), 0);
   return {zeros, zeros, 0};
@@ -124,7 +124,7 @@ zero_adam_state<P, ShardSpec> zero_adam_init(const P& param) {
 // read once, the new moments and the new parameter shard written once, then all-gathered.
 namespace detail {
 // One Adam step; weight_decay != 0: AdamW's decoupled decay.
-template <sharded_array_type P, class ShardSpec, sharded_array_type G>
+template <sharded_array_like P, class ShardSpec, sharded_array_like G>
 P adam_step(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
             const adam_options& o, double weight_decay) {
   using S = update_shard_t<P, ShardSpec>;
@@ -169,7 +169,8 @@ P adam_step(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
 
 }  // namespace detail
 
-template <sharded_array_type P, class ShardSpec, sharded_array_type G>
+template <sharded_array_like P, class ShardSpec, sharded_array_like G>
+[[nodiscard]]
 P zero_adam_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
                    const adam_options& o = {}) {
   return detail::adam_step(param, grad, state, o, 0.0);
@@ -187,7 +188,8 @@ struct adamw_options {
 
 // zero_adamw_update(w, g, state, options): w - lr * (m_hat / (sqrt(v_hat) + eps) + wd * w),
 // on the shards as zero_adam_update.
-template <sharded_array_type P, class ShardSpec, sharded_array_type G>
+template <sharded_array_like P, class ShardSpec, sharded_array_like G>
+[[nodiscard]]
 P zero_adamw_update(const P& param, const G& grad, zero_adam_state<P, ShardSpec>& state,
                     const adamw_options& o = {}) {
   return detail::adam_step(param, grad, state, {o.lr, o.beta1, o.beta2, o.eps},

@@ -43,7 +43,7 @@ concept bernoulli_element =
 
 namespace detail {
 
-template <spec_type Spec, class Extents, class T, mesh_type Mesh, std::size_t Rank>
+template <spec_like Spec, class Extents, class T, mesh_like Mesh, std::size_t Rank>
 auto draw(prng_key k, const device_mesh<Mesh>& m, const shape<Rank>& global,
           const distribution& d) {
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
@@ -59,7 +59,7 @@ auto draw(prng_key k, const device_mesh<Mesh>& m, const shape<Rank>& global,
 
 // uniform<Spec, T>(key, m, extents, minval, maxval): values in [minval, maxval)
 // (jax.random.uniform).
-template <spec_type Spec, real_element T = float, class Extents = void, mesh_type Mesh,
+template <spec_like Spec, real_element T = float, class Extents = void, mesh_like Mesh,
           std::size_t Rank>
 [[nodiscard]] auto uniform(prng_key k, const device_mesh<Mesh>& m, const shape<Rank>& extents,
                            std::type_identity_t<T> minval = T(0),
@@ -72,7 +72,7 @@ template <spec_type Spec, real_element T = float, class Extents = void, mesh_typ
 
 // normal<Spec, T>(key, m, extents): standard normal values (jax.random.normal: the inverse
 // error function of a uniform value, one cipher call per element).
-template <spec_type Spec, real_element T = float, class Extents = void, mesh_type Mesh,
+template <spec_like Spec, real_element T = float, class Extents = void, mesh_like Mesh,
           std::size_t Rank>
 [[nodiscard]] auto normal(prng_key k, const device_mesh<Mesh>& m, const shape<Rank>& extents) {
   return detail::draw<Spec, Extents, T>(k, m, extents, {detail::distribution_kind::normal, 0, 0});
@@ -81,7 +81,7 @@ template <spec_type Spec, real_element T = float, class Extents = void, mesh_typ
 // truncated_normal<Spec, T>(key, lower, upper, m, extents): standard normal values
 // conditioned on lower < x < upper (jax.random.truncated_normal; the bounds themselves are
 // excluded). Throws usage_error unless lower < upper.
-template <spec_type Spec, real_element T = float, class Extents = void, mesh_type Mesh,
+template <spec_like Spec, real_element T = float, class Extents = void, mesh_like Mesh,
           std::size_t Rank>
 [[nodiscard]] auto truncated_normal(prng_key k, double lower, double upper,
                                     const device_mesh<Mesh>& m, const shape<Rank>& extents) {
@@ -94,7 +94,7 @@ template <spec_type Spec, real_element T = float, class Extents = void, mesh_typ
 // bernoulli<Spec, T>(key, p, m, extents): 1 with probability p, else 0, as T (float by
 // default, to multiply with; jax.random.bernoulli returns bools). Throws usage_error unless
 // 0 <= p <= 1.
-template <spec_type Spec, bernoulli_element T = float, class Extents = void, mesh_type Mesh,
+template <spec_like Spec, bernoulli_element T = float, class Extents = void, mesh_like Mesh,
           std::size_t Rank>
 [[nodiscard]] auto bernoulli(prng_key k, double p, const device_mesh<Mesh>& m,
                              const shape<Rank>& extents) {

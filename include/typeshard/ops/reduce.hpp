@@ -33,7 +33,7 @@
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
 #include "../core/layout.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../kernels/functors.hpp"
 #include "../plan/reduce_plan.hpp"
 #include "detail/executor.hpp"
@@ -170,48 +170,48 @@ auto reduce_block_local(const B& b) {
 // sum<Dims...>(b) and sum<Dims...>(b, ts::keep_dims), over the block's own elements (local,
 // no collective: follow with ts::psum<"x"> / ts::pmax<"x"> for the reduction over devices).
 #define TYPESHARD_REDUCTION(name)                                                            \
-  template <int... Dims, sharded_array_type A>                                               \
-  auto name(const A& a,                                                                      \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  template <int... Dims, sharded_array_like A>                                               \
+  [[nodiscard]] auto name(const A& a,                                                        \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, auto_out, false, Dims...>(a);                     \
   }                                                                                          \
-  template <int... Dims, sharded_array_type A>                                               \
-  auto name(const A& a, keep_dims_t,                                                         \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  template <int... Dims, sharded_array_like A>                                               \
+  [[nodiscard]] auto name(const A& a, keep_dims_t,                                           \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, auto_out, true, Dims...>(a);                      \
   }                                                                                          \
-  template <spec_type OutSpec, int... Dims, sharded_array_type A>                            \
-  auto name(const A& a,                                                                      \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  template <spec_like OutSpec, int... Dims, sharded_array_like A>                            \
+  [[nodiscard]] auto name(const A& a,                                                        \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, OutSpec, false, Dims...>(a);                      \
   }                                                                                          \
-  template <spec_type OutSpec, int... Dims, sharded_array_type A>                            \
-  auto name(const A& a, keep_dims_t,                                                         \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  template <spec_like OutSpec, int... Dims, sharded_array_like A>                            \
+  [[nodiscard]] auto name(const A& a, keep_dims_t,                                           \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, OutSpec, true, Dims...>(a);                       \
   }                                                                                          \
-  template <int... Dims, spec_type OutSpec, sharded_array_type A>                            \
-  auto name(OutSpec, const A& a,                                                             \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  template <int... Dims, spec_like OutSpec, sharded_array_like A>                            \
+  [[nodiscard]] auto name(OutSpec, const A& a,                                               \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, OutSpec, false, Dims...>(a);                      \
   }                                                                                          \
-  template <int... Dims, spec_type OutSpec, sharded_array_type A>                            \
-  auto name(OutSpec, const A& a, keep_dims_t,                                                \
-            detail::source_site loc = detail::source_site::current()) {                      \
+  template <int... Dims, spec_like OutSpec, sharded_array_like A>                            \
+  [[nodiscard]] auto name(OutSpec, const A& a, keep_dims_t,                                  \
+                          detail::source_site loc = detail::source_site::current()) {        \
     const detail::call_site_scope site(loc);                                                 \
     return detail::reduce<reduction::name, OutSpec, true, Dims...>(a);                       \
   }                                                                                          \
-  template <int... Dims, block_type B>                                                       \
-  auto name(const B& b) {                                                                    \
+  template <int... Dims, block_like B>                                                       \
+  [[nodiscard]] auto name(const B& b) {                                                      \
     return detail::reduce_block_local<reduction::name, false, Dims...>(b);                   \
   }                                                                                          \
-  template <int... Dims, block_type B>                                                       \
-  auto name(const B& b, keep_dims_t) {                                                       \
+  template <int... Dims, block_like B>                                                       \
+  [[nodiscard]] auto name(const B& b, keep_dims_t) {                                         \
     return detail::reduce_block_local<reduction::name, true, Dims...>(b);                    \
   }
 TYPESHARD_REDUCTION(sum)

@@ -31,7 +31,7 @@
 
 #include "../backend/backend.hpp"
 #include "../backend/detail/call_site.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../core/detail/unreduced_from.hpp"
 #include "detail/executor.hpp"
@@ -46,7 +46,7 @@
 namespace typeshard {
 
 // reshard_plan_for<Array, Spec>: the plan ts::reshard<Spec> runs on an Array.
-template <class Array, spec_type Spec>
+template <class Array, spec_like Spec>
 using reshard_plan_for =
     reshard_plan<typename Array::mesh_type, typename Array::spec, Spec,
                  typename Array::extents_type, typename Array::unreduced_type>;
@@ -54,7 +54,7 @@ using reshard_plan_for =
 namespace detail {
 
 // Reshards `a` to Spec, leaving it unreduced over Keep only.
-template <spec_type Spec, unreduced_type Keep, class T, class Mesh, class S, class E, class U>
+template <spec_like Spec, unreduced_like Keep, class T, class Mesh, class S, class E, class U>
 auto reshard_keeping(const sharded_array<T, Mesh, S, E, U>& a) {
   using plan = reshard_plan<Mesh, S, Spec, E, U, Keep>;
   using result = sharded_array<T, Mesh, Spec, E, Keep>;
@@ -100,8 +100,8 @@ inline bool same_device_set(std::vector<device_id> a, std::vector<device_id> b) 
 }  // namespace detail
 
 // reshard<Spec>(a): the same values, sharded by Spec, fully reduced.
-template <spec_type Spec, sharded_array_type A>
-auto reshard(const A& a, detail::source_site loc = detail::source_site::current()) {
+template <spec_like Spec, sharded_array_like A>
+[[nodiscard]] auto reshard(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::reshard_keeping<Spec, unreduced<>>(a);
 }
@@ -114,9 +114,9 @@ auto reshard(const A& a, detail::source_site loc = detail::source_site::current(
 // copies in one process, messages between MPI ranks, which every rank of either mesh calls);
 // between two backends across processes, through the host (to_host then device_put, which
 // every process calls).
-template <spec_type Spec, sharded_array_type A>
-auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target,
-             detail::source_site loc = detail::source_site::current()) {
+template <spec_like Spec, sharded_array_like A>
+[[nodiscard]] auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target,
+                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using Mesh = typename A::mesh_type;
   using T = typename A::value_type;
@@ -155,9 +155,9 @@ auto reshard(const A& a, const device_mesh<typename A::mesh_type>& target,
 
 // psum<"x", ...>(a): reduces an array unreduced over "x" (and the other axes named) over
 // those axes; the spec and the other unreduced axes stay.
-template <axis_name... Axes, sharded_array_type A>
+template <axis_name... Axes, sharded_array_like A>
   requires(sizeof...(Axes) >= 1)
-auto psum(const A& a, detail::source_site loc = detail::source_site::current()) {
+[[nodiscard]] auto psum(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   using U = typename A::unreduced_type;
   constexpr axis_name missing = detail::first_not_in<U, Axes...>();
@@ -173,9 +173,9 @@ auto psum(const A& a, detail::source_site loc = detail::source_site::current()) 
 
 // device_put(a, target): the same array, with the same spec, on another device mesh of its
 // mesh type (jax.device_put(x, NamedSharding(other_mesh, spec))): reshard<Spec>(a, target).
-template <sharded_array_type A>
-auto device_put(const A& a, const device_mesh<typename A::mesh_type>& target,
-                detail::source_site loc = detail::source_site::current()) {
+template <sharded_array_like A>
+[[nodiscard]] auto device_put(const A& a, const device_mesh<typename A::mesh_type>& target,
+                              detail::source_site loc = detail::source_site::current()) {
   return reshard<typename A::spec>(a, target, loc);
 }
 

@@ -47,7 +47,7 @@
 #include "../array/block_elementwise.hpp"
 #include "../array/block_matmul.hpp"
 #include "collectives.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../core/detail/diagnose.hpp"
 #include "../array/device_mesh.hpp"
 #include "../core/errors.hpp"
@@ -66,7 +66,7 @@
 namespace typeshard {
 
 // specs<S...>: the in_specs (or out_specs) of a shard_map with several inputs (outputs).
-template <spec_type... S>
+template <spec_like... S>
 struct specs {
   static constexpr std::size_t size = sizeof...(S);
 };
@@ -96,7 +96,7 @@ using input_block = block<typename A::value_type, A::rank, Mesh, vary_of_spec<Me
 
 // shard_mapped<Mesh, InSpecs, OutSpecs, F>: what ts::shard_map returns, a callable taking
 // the global arrays.
-template <mesh_type Mesh, class InSpecs, class OutSpecs, class F>
+template <mesh_like Mesh, class InSpecs, class OutSpecs, class F>
 class shard_mapped {
   using ins = typename detail::as_specs<InSpecs>::type;
   using outs = typename detail::as_specs<OutSpecs>::type;
@@ -104,8 +104,8 @@ class shard_mapped {
  public:
   explicit shard_mapped(F f) : f_(std::move(f)) {}
 
-  template <sharded_array_type... A>
-  auto operator()(const A&... args) const {
+  template <sharded_array_like... A>
+  [[nodiscard]] auto operator()(const A&... args) const {
     if constexpr (!detail::check_arguments<Mesh, ins, A...>(
                       std::index_sequence_for<A...>{})) {
       // The diagnostic fired; stop here so nothing cascades, returning what the call would
@@ -243,10 +243,10 @@ class shard_mapped {
 
 // shard_map<Mesh, InSpecs, OutSpecs>(f): f mapped over the devices (see the top of this
 // file). InSpecs / OutSpecs: one ts::spec, or ts::specs<...> for several.
-template <mesh_type Mesh, class InSpecs, class OutSpecs, class F>
-  requires(spec_type<InSpecs> || detail::is_specs_v<InSpecs>) &&
-          (spec_type<OutSpecs> || detail::is_specs_v<OutSpecs>)
-auto shard_map(F f) {
+template <mesh_like Mesh, class InSpecs, class OutSpecs, class F>
+  requires(spec_like<InSpecs> || detail::is_specs_v<InSpecs>) &&
+          (spec_like<OutSpecs> || detail::is_specs_v<OutSpecs>)
+[[nodiscard]] auto shard_map(F f) {
   return shard_mapped<Mesh, InSpecs, OutSpecs, F>(std::move(f));
 }
 
@@ -276,15 +276,15 @@ struct shard_map_without_out_specs {
 }  // namespace detail
 
 // shard_map<Mesh, InSpecs>(f) and shard_map<Mesh>(f): the out specs are missing.
-template <mesh_type Mesh, class InSpecs, class F>
-  requires(!spec_type<F> && !detail::is_specs_v<F>)
-auto shard_map(F) {
+template <mesh_like Mesh, class InSpecs, class F>
+  requires(!spec_like<F> && !detail::is_specs_v<F>)
+[[nodiscard]] auto shard_map(F) {
   static_assert(detail::require<false, diagnostic::shard_map_needs_out_specs<F>>::value);
   return detail::shard_map_without_out_specs{};
 }
-template <mesh_type Mesh, class F>
-  requires(!spec_type<F> && !detail::is_specs_v<F>)
-auto shard_map(F) {
+template <mesh_like Mesh, class F>
+  requires(!spec_like<F> && !detail::is_specs_v<F>)
+[[nodiscard]] auto shard_map(F) {
   static_assert(detail::require<false, diagnostic::shard_map_needs_out_specs<F>>::value);
   return detail::shard_map_without_out_specs{};
 }

@@ -143,13 +143,13 @@ B slice_block(const B& b, std::size_t start, std::size_t size) {
 // and unreduced axes kept; the extent of Dim dynamic in the result's type. On a block inside
 // ts::shard_map: the block's own elements (local: a block is one device's data).
 template <std::size_t Dim, class X>
-  requires(sharded_array_type<X> || block_type<X>)
+  requires(sharded_array_like<X> || block_like<X>)
 [[nodiscard]] auto slice_in_dim(const X& x, std::size_t start, std::size_t size) {
   if constexpr (Dim >= X::rank) {
     static_assert(
         detail::require<false, diagnostic::slice_dim_out_of_range<Dim, X::rank>>::value);
     return x;
-  } else if constexpr (block_type<X>) {
+  } else if constexpr (block_like<X>) {
     return detail::slice_block<Dim>(x, start, size);
   } else {
     using R = detail::with_extents_t<X, detail::with_extent_t<typename X::extents_type, Dim, dyn>>;
@@ -159,14 +159,14 @@ template <std::size_t Dim, class X>
 
 // slice_in_dim<Dim, Start, Size>(b) on a block: the range checked at run time (a block's
 // extents are run-time values).
-template <std::size_t Dim, std::size_t Start, std::size_t Size, block_type B>
+template <std::size_t Dim, std::size_t Start, std::size_t Size, block_like B>
 [[nodiscard]] auto slice_in_dim(const B& b) {
   return typeshard::slice_in_dim<Dim>(b, Start, Size);
 }
 
 // slice_in_dim<Dim, Start, Size>(x): the same with a static range; the result's extent of Dim
 // is Size in its type.
-template <std::size_t Dim, std::size_t Start, std::size_t Size, sharded_array_type X>
+template <std::size_t Dim, std::size_t Start, std::size_t Size, sharded_array_like X>
 [[nodiscard]] auto slice_in_dim(const X& x) {
   if constexpr (Dim >= X::rank) {
     static_assert(

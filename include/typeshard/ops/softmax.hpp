@@ -23,7 +23,7 @@
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
 #include "../core/detail/mesh_value.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "../plan/step.hpp"
 #include "detail/executor.hpp"
@@ -67,14 +67,15 @@ auto softmax(const A& a) {
 }  // namespace detail
 
 // softmax<Dim>(x): exp(x - max) / sum(exp(x - max)) along dimension Dim (-1: the last).
-template <int Dim = -1, sharded_array_type A>
-auto softmax(const A& a, detail::source_site loc = detail::source_site::current()) {
+template <int Dim = -1, sharded_array_like A>
+[[nodiscard]] auto softmax(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::softmax<false, Dim>(a);
 }
 
 // log_softmax<Dim>(x): (x - max) - log(sum(exp(x - max))) along dimension Dim.
-template <int Dim = -1, sharded_array_type A>
+template <int Dim = -1, sharded_array_like A>
+[[nodiscard]]
 auto log_softmax(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::softmax<true, Dim>(a);

@@ -66,7 +66,7 @@ std::size_t split_part_extent(const X& x) {
 
 // split<Dim, N>(x): N equal parts of x along Dim, as a std::array (each part: x's spec and
 // unreduced axes, extent n / N along Dim).
-template <std::size_t Dim, std::size_t N, sharded_array_type X>
+template <std::size_t Dim, std::size_t N, sharded_array_like X>
 [[nodiscard]] auto split(const X& x) {
   if constexpr (!detail::split_is_valid<Dim, N, X>()) {
     return std::array<X, 1>{x};  // the diagnostic fired: one error only
@@ -81,7 +81,7 @@ template <std::size_t Dim, std::size_t N, sharded_array_type X>
 }
 
 // split<Dim, N>(b) on a block inside ts::shard_map: N equal parts of the block itself (local).
-template <std::size_t Dim, std::size_t N, block_type B>
+template <std::size_t Dim, std::size_t N, block_like B>
 [[nodiscard]] auto split(const B& b) {
   if constexpr (Dim >= B::rank) {
     static_assert(

@@ -41,7 +41,7 @@
 #include "../core/layout.hpp"
 #include "../core/rules/rule3_unreduced.hpp"
 #include "../core/spec.hpp"
-#include "../detail/buffer.hpp"
+#include "../array/detail/buffer.hpp"
 
 namespace typeshard {
 
@@ -239,7 +239,7 @@ auto take_arrays(const Table& table, const Ids& ids) {
 // program's own take(...) helper keeps being called); its form on a traced table
 // (ops/detail/traced_functions.hpp) is found through the traced_take hook.
 struct take_t {
-  template <sharded_array_type Table, sharded_array_type Ids>
+  template <sharded_array_like Table, sharded_array_like Ids>
     requires std::is_integral_v<typename Ids::value_type>
   [[nodiscard]] auto operator()(const Table& table, const Ids& ids) const {
     return detail::take_arrays(table, ids);
@@ -247,7 +247,7 @@ struct take_t {
   // On blocks inside ts::shard_map: the block's own rows at the block's ids, a row of zeros
   // for an id outside them (Megatron's masked lookup: subtract the block's first vocabulary
   // row from the ids, look up, then ts::psum over the vocabulary's axes). Local.
-  template <block_type Table, block_type Ids>
+  template <block_like Table, block_like Ids>
     requires(std::is_integral_v<typename Ids::value_type> && Table::rank == 2)
   [[nodiscard]] auto operator()(const Table& table, const Ids& ids) const {
     return detail::take_block(table, ids);

@@ -67,7 +67,7 @@ enum class dims_problem {
 // ceil(extent / shards) equals the major block ceil(Parts / shards) times the minor extent.
 // Also the condition for merging (Parts, minor) back. Needs Parts >= 1 dividing extent.
 constexpr bool split_keeps_blocks(std::size_t extent, std::size_t parts, std::size_t shards) {
-  return block_extent(extent, shards) == block_extent(parts, shards) * (extent / parts);
+  return shard_extent(extent, shards) == shard_extent(parts, shards) * (extent / parts);
 }
 
 template <std::size_t N>
@@ -123,7 +123,7 @@ struct local_dims_plan {
 
 // permute_plan<Mesh, Spec, Extents, Unreduced, Perm...>: output dimension i is input
 // dimension Perm[i], with its spec entry and extent.
-template <mesh_type Mesh, spec_type Spec, extents_type Extents, unreduced_type Unreduced,
+template <mesh_like Mesh, spec_like Spec, extents_like Extents, unreduced_like Unreduced,
           std::size_t... Perm>
 struct permute_plan : detail::local_dims_plan<Extents::rank, Unreduced> {
   static constexpr std::size_t rank = Extents::rank;
@@ -184,7 +184,7 @@ struct permute_plan : detail::local_dims_plan<Extents::rank, Unreduced> {
 // split_dim_plan<Mesh, Spec, Extents, Unreduced, Dim, Parts>: dimension Dim of extent n
 // becomes (Parts, n / Parts), row-major (NumPy's reshape); Parts keeps Dim's spec entry,
 // n / Parts is unsharded.
-template <mesh_type Mesh, spec_type Spec, extents_type Extents, unreduced_type Unreduced,
+template <mesh_like Mesh, spec_like Spec, extents_like Extents, unreduced_like Unreduced,
           std::size_t Dim, std::size_t Parts>
 struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1, Unreduced> {
   static constexpr std::size_t rank = Extents::rank;
@@ -268,7 +268,7 @@ struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1, Unreduced> {
 // merge_dims_plan<Mesh, Spec, Extents, Unreduced, Dim>: dimensions Dim and Dim + 1, of
 // extents (A, B), become one of extent A * B (NumPy's reshape); it keeps Dim's spec entry;
 // Dim + 1 must be unsharded.
-template <mesh_type Mesh, spec_type Spec, extents_type Extents, unreduced_type Unreduced,
+template <mesh_like Mesh, spec_like Spec, extents_like Extents, unreduced_like Unreduced,
           std::size_t Dim>
 struct merge_dims_plan
     : detail::local_dims_plan<(Extents::rank > 1 ? Extents::rank - 1 : 1), Unreduced> {

@@ -270,12 +270,12 @@ constexpr bool einsum_valid_check() {
 
 }  // namespace detail
 
-template <einsum_subscripts Subscripts, mesh_type Mesh, spec_type LhsSpec, spec_type RhsSpec,
+template <einsum_subscripts Subscripts, mesh_like Mesh, spec_like LhsSpec, spec_like RhsSpec,
           class OutSpec = auto_out,
-          extents_type LhsExtents = dextents<detail::equation_of<Subscripts>.lhs_rank>,
-          extents_type RhsExtents = dextents<detail::equation_of<Subscripts>.rhs_rank>,
-          class T = float, unreduced_type LhsUnreduced = unreduced<>,
-          unreduced_type RhsUnreduced = unreduced<>>
+          extents_like LhsExtents = dextents<detail::equation_of<Subscripts>.lhs_rank>,
+          extents_like RhsExtents = dextents<detail::equation_of<Subscripts>.rhs_rank>,
+          class T = float, unreduced_like LhsUnreduced = unreduced<>,
+          unreduced_like RhsUnreduced = unreduced<>>
 struct einsum_plan
     : detail::contraction_members<detail::einsum_form<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec,
                                                       LhsExtents, RhsExtents, T, LhsUnreduced,

@@ -243,8 +243,8 @@ struct einsum_grad_plans {
 //      the reduced gradient's buffer: no reduced-gradient array exists in the global view;
 //   4. all_gather: the updated shards back to ParamSpec.
 // Each part is a reshard plan, inspectable alone; describe() prints them in order.
-template <class Mesh, spec_type ParamSpec, spec_type ShardSpec, class Extents,
-          unreduced_type GradUnreduced, spec_type GradSpec = ParamSpec>
+template <class Mesh, spec_like ParamSpec, spec_like ShardSpec, class Extents,
+          unreduced_like GradUnreduced, spec_like GradSpec = ParamSpec>
 struct zero_update_plan {
   using reduce_scatter = reshard_plan<Mesh, GradSpec, ShardSpec, Extents, GradUnreduced>;
   using slice = reshard_plan<Mesh, ParamSpec, ShardSpec, Extents>;

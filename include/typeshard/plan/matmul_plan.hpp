@@ -192,10 +192,10 @@ struct matmul_form {
 
 }  // namespace detail
 
-template <mesh_type Mesh, spec_type LhsSpec, spec_type RhsSpec, class OutSpec = auto_out,
-          extents_type LhsExtents = dextents<detail::default_matmul_rank<LhsSpec, RhsSpec>>,
-          extents_type RhsExtents = LhsExtents, class T = float,
-          unreduced_type LhsUnreduced = unreduced<>, unreduced_type RhsUnreduced = unreduced<>>
+template <mesh_like Mesh, spec_like LhsSpec, spec_like RhsSpec, class OutSpec = auto_out,
+          extents_like LhsExtents = dextents<detail::default_matmul_rank<LhsSpec, RhsSpec>>,
+          extents_like RhsExtents = LhsExtents, class T = float,
+          unreduced_like LhsUnreduced = unreduced<>, unreduced_like RhsUnreduced = unreduced<>>
 struct matmul_plan
     : detail::contraction_members<detail::matmul_form<Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
                                                       RhsExtents, T, LhsUnreduced, RhsUnreduced>> {

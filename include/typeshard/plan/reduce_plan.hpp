@@ -168,8 +168,8 @@ constexpr double bytes_received(const std::array<step<Rank>, N>& steps, spec_arr
 
 }  // namespace detail
 
-template <reduction Op, mesh_type Mesh, spec_type Spec, extents_type Extents, class T = float,
-          unreduced_type Unreduced = unreduced<>, class OutSpec = auto_out, bool KeepDims = false,
+template <reduction Op, mesh_like Mesh, spec_like Spec, extents_like Extents, class T = float,
+          unreduced_like Unreduced = unreduced<>, class OutSpec = auto_out, bool KeepDims = false,
           int... Dims>
 struct reduce_plan {
   static constexpr std::size_t rank = Extents::rank;

@@ -129,8 +129,8 @@ std::string describe_plan(std::string title, shard_evenness evenness,
 // reshard_plan<Mesh, From, To, Extents, Unreduced, Keep>: how an array of extents Extents,
 // sharded by From and unreduced over Unreduced, becomes sharded by To and unreduced over
 // Keep only (Keep: a subset of Unreduced, empty for ts::reshard). Every member is constexpr.
-template <mesh_type Mesh, spec_type From, spec_type To, extents_type Extents,
-          unreduced_type Unreduced = unreduced<>, unreduced_type Keep = unreduced<>>
+template <mesh_like Mesh, spec_like From, spec_like To, extents_like Extents,
+          unreduced_like Unreduced = unreduced<>, unreduced_like Keep = unreduced<>>
 struct reshard_plan {
   static constexpr std::size_t rank = Extents::rank;
   using mesh_type = Mesh;

@@ -128,7 +128,7 @@ constexpr bool window_is_local(const mesh_value& m, const spec_array<Rank>& s, s
                                std::size_t out_extent) {
   const std::size_t k = shards_of(m, s[dim]);
   for (std::size_t c = 0; c < k && k > 1; ++c) {
-    const slice r = block_slice(out_extent, k, c), held = block_slice(in_extent, k, c);
+    const slice r = shard_slice(out_extent, k, c), held = shard_slice(in_extent, k, c);
     const std::ptrdiff_t lo0 = static_cast<std::ptrdiff_t>(r.start) + shift;
     const std::ptrdiff_t hi0 = static_cast<std::ptrdiff_t>(r.stop) + shift;
     const std::ptrdiff_t lo = lo0 < 0 ? 0 : lo0;

@@ -135,8 +135,8 @@ struct row_plan_base {
 
 }  // namespace detail
 
-template <mesh_type Mesh, spec_type Spec, extents_type Extents, class T = float,
-          unreduced_type Unreduced = unreduced<>, bool Log = false, int Dim = -1>
+template <mesh_like Mesh, spec_like Spec, extents_like Extents, class T = float,
+          unreduced_like Unreduced = unreduced<>, bool Log = false, int Dim = -1>
 struct softmax_plan : detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
                                             diagnostic::mean_needs_floating_point> {
  private:

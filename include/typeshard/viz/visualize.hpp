@@ -127,7 +127,7 @@ TYPESHARD_DRAW_SHARDING_INSTANCE(extern template, 2)
 
 // visualize_sharding<Spec>(os, mesh, shape): the picture of an array of that shape sharded
 // by Spec over the device mesh, without the array (jax.debug.visualize_sharding).
-template <spec_type Spec, mesh_type Mesh, std::size_t Rank>
+template <spec_like Spec, mesh_like Mesh, std::size_t Rank>
 void visualize_sharding(std::ostream& os, const device_mesh<Mesh>& m, const shape<Rank>& global,
                         const visualize_options& options = {}) {
   static_assert(detail::require<(Rank <= 2), diagnostic::visualize_needs_rank_1_or_2<Rank>>::value);
@@ -142,7 +142,7 @@ void visualize_sharding(std::ostream& os, const device_mesh<Mesh>& m, const shap
 }
 
 // visualize(os, array): jax.debug.visualize_array_sharding(array) written to `os`.
-template <sharded_array_type Array>
+template <sharded_array_like Array>
 void visualize(std::ostream& os, const Array& a, const visualize_options& options = {}) {
   using A = std::remove_cvref_t<Array>;
   static_assert(
@@ -157,7 +157,7 @@ void visualize(std::ostream& os, const Array& a, const visualize_options& option
 }
 
 // visualize(array): the same, to std::cout.
-template <sharded_array_type Array>
+template <sharded_array_like Array>
 void visualize(const Array& a, const visualize_options& options = {}) {
   visualize(std::cout, a, options);
 }

@@ -23,7 +23,7 @@
 #include "copy_box.hpp"
 #include "../../core/config.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "buffer.hpp"
 #include "../../kernels/gemm.hpp"
 #include "../../plan/detail/einsum_subscripts.hpp"
 

@@ -22,7 +22,7 @@
 #include "../../core/detail/mesh_value.hpp"
 #include "../../core/errors.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "buffer.hpp"
 #include "../host_tensor.hpp"
 #include "copy_box.hpp"
 

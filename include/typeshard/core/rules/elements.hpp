@@ -2,7 +2,7 @@
 // block's) elements are trivially copyable, since collectives, backends and MPI move them as
 // bytes.
 //
-// Checked in: detail/buffer.hpp (every shard's storage).
+// Checked in: array/detail/buffer.hpp (every shard's storage).
 // Compile-fail tests: tests/compile_fail/element_*.cpp. Table: docs/rules.md.
 // Each message is a class template in ts::diagnostic whose fire() holds the static_assert;
 // a check instantiates it through detail::require (core/detail/diagnose.hpp).

@@ -14,7 +14,7 @@
 #include "../../core/config.hpp"
 #include "../../backend/backend.hpp"
 #include "../../array/block.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "collective_calls.hpp"
 #include "../../core/detail/diagnose.hpp"
 #include "../../core/detail/mesh_group.hpp"

@@ -32,7 +32,7 @@ struct collective_on_global_array {
 namespace detail {
 // A global-view array (a sharded array, or a value traced by ts::value_and_grad).
 template <class A>
-concept global_array_like = !block_type<A> && requires {
+concept global_array_like = !block_like<A> && requires {
   typename std::remove_cvref_t<A>::layout_type;
   typename std::remove_cvref_t<A>::unreduced_type;
 };

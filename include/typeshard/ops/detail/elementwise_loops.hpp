@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../backend/backend.hpp"
 #include "../../core/layout.hpp"
 #include "../../array/host_tensor.hpp"

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../core/detail/diagnose.hpp"
 #include "../../array/device_mesh.hpp"
 #include "../../array/sharded_array.hpp"

@@ -38,7 +38,7 @@
 #include "../../core/detail/mesh_value.hpp"
 #include "../../core/errors.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../plan/detail/einsum_cost.hpp"
 #include "../../plan/detail/einsum_subscripts.hpp"
 #include "../../plan/reshard_plan.hpp"

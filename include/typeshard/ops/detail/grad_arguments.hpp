@@ -40,7 +40,7 @@ inline constexpr bool is_argnum = ((I == Argnums) || ...);
 
 template <class T>
 constexpr bool is_float_array() {
-  if constexpr (sharded_array_type<T>)
+  if constexpr (sharded_array_like<T>)
     return std::is_floating_point_v<typename T::value_type> && T::unreduced_type::empty;
   else
     return false;
@@ -97,7 +97,7 @@ constexpr std::size_t max_argnum() {
 // The aux of f's (loss, aux), untouched; a traced aux as its value.
 template <class A>
 auto aux_value(const A& a) {
-  if constexpr (traced_type<A>)
+  if constexpr (traced_like<A>)
     return a.value();
   else
     return a;

@@ -21,7 +21,7 @@
 
 #include "../../array/sharded_array.hpp"
 #include "../../core/errors.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../plan/grad_plan.hpp"
 #include "../elementwise.hpp"
 #include "../reshard.hpp"

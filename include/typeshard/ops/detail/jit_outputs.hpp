@@ -16,12 +16,12 @@
 #include "../../array/sharded_array.hpp"
 #include "../../backend/backend.hpp"
 #include "../../core/spec.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../tree.hpp"
 
 namespace typeshard {
 
-template <class Param, spec_type ShardSpec>
+template <class Param, spec_like ShardSpec>
 struct zero_adam_state;  // ops/optim.hpp
 
 namespace detail {
@@ -50,7 +50,7 @@ constexpr bool jit_tree() {
 template <class T>
 backend* jit_backend_of(const T& v) {
   using TT = tree_traits_of<T>;
-  if constexpr (sharded_array_type<T>) {
+  if constexpr (sharded_array_like<T>) {
     return &v.device_mesh().get_backend();
   } else if constexpr (is_pair_v<T>) {
     backend* b = jit_backend_of(v.first);
@@ -101,7 +101,7 @@ void jit_merge_member(T& into, std::span<T* const> each, Get get) {
 template <class T>
 void jit_merge(T& into, std::span<T* const> each) {
   using TT = tree_traits_of<T>;
-  if constexpr (sharded_array_type<T>) {
+  if constexpr (sharded_array_like<T>) {
     using E = typename T::value_type;
     const auto& shards = into.shared_shards();
     bool same = true;

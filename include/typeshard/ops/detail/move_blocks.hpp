@@ -19,7 +19,7 @@
 #include "../../backend/backend.hpp"
 #include "../../backend/collective_observer.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 
 namespace typeshard {
 
@@ -315,7 +315,7 @@ inline bool in_process(const backend& b) { return b.process_count() == 1; }
 // over the union of the two device sets, which every device of that union takes part in.
 // Between two backends across processes: through the host (to_host, then device_put), which
 // every process calls.
-template <spec_type Spec, class T, class Mesh, class S, class E, mesh_type Target>
+template <spec_like Spec, class T, class Mesh, class S, class E, mesh_like Target>
 sharded_array<T, Target, Spec, E> move_array(const sharded_array<T, Mesh, S, E>& a,
                                              const device_mesh<Target>& target) {
   using result = sharded_array<T, Target, Spec, E>;

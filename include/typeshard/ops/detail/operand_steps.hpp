@@ -19,7 +19,7 @@
 #include "../../core/detail/mesh_group.hpp"
 #include "../../core/detail/mesh_value.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../plan/step.hpp"
 #include "collective_calls.hpp"
 

@@ -14,7 +14,7 @@
 #include "../../array/detail/copy_box.hpp"
 #include "../../array/detail/transfer.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../random_key.hpp"
 #include "threefry.hpp"
 

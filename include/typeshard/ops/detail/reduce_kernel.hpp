@@ -13,7 +13,7 @@
 
 #include "../../core/bfloat16.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../kernels/functors.hpp"
 #include "../../plan/reduce_plan.hpp"
 

@@ -21,7 +21,7 @@
 #include "../../core/bfloat16.hpp"
 #include "../../core/errors.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../kernels/functors.hpp"
 #include "../../kernels/layer_norm_row.hpp"
 #include "../../kernels/vector_math.hpp"

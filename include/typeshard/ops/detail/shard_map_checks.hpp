@@ -27,7 +27,7 @@
 
 namespace typeshard {
 
-template <spec_type... S>
+template <spec_like... S>
 struct specs;  // ops/shard_map.hpp
 
 namespace detail {
@@ -36,19 +36,19 @@ template <class S>
 struct as_specs {
   using type = specs<S>;
 };
-template <spec_type... S>
+template <spec_like... S>
 struct as_specs<specs<S...>> {
   using type = specs<S...>;
 };
 
 template <class T>
 inline constexpr bool is_specs_v = false;
-template <spec_type... S>
+template <spec_like... S>
 inline constexpr bool is_specs_v<specs<S...>> = true;
 
 template <std::size_t I, class Specs>
 struct spec_element;
-template <std::size_t I, spec_type... S>
+template <std::size_t I, spec_like... S>
 struct spec_element<I, specs<S...>> {
   using type = std::tuple_element_t<I, std::tuple<S...>>;
 };

@@ -19,7 +19,7 @@
 #include "../../core/errors.hpp"
 #include "../../core/extents.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 
 namespace typeshard::detail {
 

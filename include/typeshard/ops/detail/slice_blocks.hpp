@@ -15,7 +15,7 @@
 #include "../../backend/backend.hpp"
 #include "../../core/detail/mesh_value.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../plan/slice_plan.hpp"
 #include "executor.hpp"
 

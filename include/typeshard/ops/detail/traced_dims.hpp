@@ -32,8 +32,8 @@ inline std::string describe_move() {
 }
 }  // namespace detail
 
-template <std::size_t... Perm, traced_type X>
-auto permute(const X& x) {
+template <std::size_t... Perm, traced_like X>
+[[nodiscard]] auto permute(const X& x) {
   return detail::record(typeshard::permute<Perm...>(x.value()), x,
                         [](const auto& g) {
                           return detail::inverse_permutation<Perm...>::apply(
@@ -43,15 +43,15 @@ auto permute(const X& x) {
 }
 // split_dim and merge_dims keep every device's block as it is (no copy): the backward reads
 // the cotangent's blocks with the operand's extents.
-template <std::size_t Dim, std::size_t Parts, traced_type X>
-auto split_dim(const X& x) {
+template <std::size_t Dim, std::size_t Parts, traced_like X>
+[[nodiscard]] auto split_dim(const X& x) {
   using C = typename X::cotangent_type;
   return detail::record(typeshard::split_dim<Dim, Parts>(x.value()), x,
                         [e = x.extents()](const auto& g) { return detail::retype<C>(g, e); },
                         &detail::describe_move);
 }
-template <std::size_t Dim, traced_type X>
-auto merge_dims(const X& x) {
+template <std::size_t Dim, traced_like X>
+[[nodiscard]] auto merge_dims(const X& x) {
   using C = typename X::cotangent_type;
   return detail::record(typeshard::merge_dims<Dim>(x.value()), x,
                         [e = x.extents()](const auto& g) { return detail::retype<C>(g, e); },

@@ -48,14 +48,14 @@ std::string describe_einsum<S, R, A, B>::text() {
   // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
   std::string out = "einsum ";
   out.append(S.view()).append(" backward (d out: ").append(G::spec::to_string()).append(")");
-  if constexpr (traced_type<A>) {
+  if constexpr (traced_like<A>) {
     constexpr einsum_subscripts T = einsum_lhs_transpose<S>;
     using plan = einsum_transpose_plan<T, AV, G, BV>;
     using raw = decltype(einsum_transpose<T, AV>(std::declval<const G&>(), std::declval<const BV&>()));
     out.append("\n  d lhs = einsum ").append(T.view()).append("(d out, rhs): ");
     out.append(plan::describe()).append("\n").append(delivery_description<A, raw>());
   }
-  if constexpr (traced_type<B>) {
+  if constexpr (traced_like<B>) {
     constexpr einsum_subscripts T = einsum_rhs_transpose<S>;
     using plan = einsum_transpose_plan<T, BV, G, AV>;
     using raw = decltype(einsum_transpose<T, BV>(std::declval<const G&>(), std::declval<const AV&>()));
@@ -85,17 +85,17 @@ auto record_einsum(R value, const A& a, const B& b) {
 
 // einsum<Subscripts[, OutSpec]>(a, b) with a traced operand (ts::einsum on arrays otherwise).
 template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class B>
-  requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-auto einsum(const A& a, const B& b) {
+  requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+[[nodiscard]] auto einsum(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
   const AV& av = detail::value_of(a);
   const BV& bv = detail::value_of(b);
   using forward = decltype(typeshard::einsum<Subscripts, OutSpec>(av, bv));
   constexpr bool lhs_ok =
-      !traced_type<A> || detail::einsum_check_differentiable<Subscripts, true>();
+      !traced_like<A> || detail::einsum_check_differentiable<Subscripts, true>();
   constexpr bool rhs_ok =
-      !traced_type<B> || detail::einsum_check_differentiable<Subscripts, false>();
+      !traced_like<B> || detail::einsum_check_differentiable<Subscripts, false>();
   if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> || !lhs_ok || !rhs_ok) {
     // A diagnostic fired (here, or in the forward einsum): a value of a well-formed type.
     return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
@@ -111,8 +111,8 @@ auto einsum(const A& a, const B& b) {
 // sharded over different axes they are an error even with an output spec); backward, the
 // einsums of "...ij,...jk->...ik" transposed.
 template <class OutSpec = auto_out, class A, class B>
-  requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-auto matmul(const A& a, const B& b) {
+  requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+[[nodiscard]] auto matmul(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
   const AV& av = detail::value_of(a);

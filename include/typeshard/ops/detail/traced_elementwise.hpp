@@ -25,7 +25,7 @@ inline std::string describe_elementwise() {
 
 template <class A, class B>
   requires traced_operands<A, B>
-auto operator+(const A& a, const B& b) {
+[[nodiscard]] auto operator+(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
   const AV& av = detail::value_of(a);
@@ -38,7 +38,7 @@ auto operator+(const A& a, const B& b) {
 
 template <class A, class B>
   requires traced_operands<A, B>
-auto operator-(const A& a, const B& b) {
+[[nodiscard]] auto operator-(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
   const AV& av = detail::value_of(a);
@@ -51,7 +51,7 @@ auto operator-(const A& a, const B& b) {
 
 template <class A, class B>
   requires traced_operands<A, B>
-auto operator*(const A& a, const B& b) {
+[[nodiscard]] auto operator*(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
   const AV& av = detail::value_of(a);
@@ -65,7 +65,7 @@ auto operator*(const A& a, const B& b) {
 
 template <class A, class B>
   requires traced_operands<A, B>
-auto operator/(const A& a, const B& b) {
+[[nodiscard]] auto operator/(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
   const AV& av = detail::value_of(a);
@@ -79,95 +79,95 @@ auto operator/(const A& a, const B& b) {
       &detail::describe_elementwise);
 }
 
-template <traced_type X>
-auto operator-(const X& x) {
+template <traced_like X>
+[[nodiscard]] auto operator-(const X& x) {
   return detail::record(-x.value(), x, [](const auto& g) { return -g; },
                         &detail::describe_elementwise);
 }
 
 // Scalars on either side: d(x + s) = d(s + x) = d(x - s) = g, d(s - x) = -g, d(x * s) = g s,
 // d(x / s) = g / s, d(s / x) = -g y / x.
-template <traced_type X>
-auto operator+(const X& x, detail::scalar_arg_t<X> s) {
+template <traced_like X>
+[[nodiscard]] auto operator+(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() + s, x, [](const auto& g) { return g; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
-auto operator+(detail::scalar_arg_t<X> s, const X& x) {
+template <traced_like X>
+[[nodiscard]] auto operator+(detail::scalar_arg_t<X> s, const X& x) {
   return x + s;
 }
-template <traced_type X>
-auto operator-(const X& x, detail::scalar_arg_t<X> s) {
+template <traced_like X>
+[[nodiscard]] auto operator-(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() - s, x, [](const auto& g) { return g; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
-auto operator-(detail::scalar_arg_t<X> s, const X& x) {
+template <traced_like X>
+[[nodiscard]] auto operator-(detail::scalar_arg_t<X> s, const X& x) {
   return detail::record(s - x.value(), x, [](const auto& g) { return -g; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
-auto operator*(const X& x, detail::scalar_arg_t<X> s) {
+template <traced_like X>
+[[nodiscard]] auto operator*(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() * s, x, [s](const auto& g) { return g * s; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
-auto operator*(detail::scalar_arg_t<X> s, const X& x) {
+template <traced_like X>
+[[nodiscard]] auto operator*(detail::scalar_arg_t<X> s, const X& x) {
   return x * s;
 }
-template <traced_type X>
-auto operator/(const X& x, detail::scalar_arg_t<X> s) {
+template <traced_like X>
+[[nodiscard]] auto operator/(const X& x, detail::scalar_arg_t<X> s) {
   return detail::record(x.value() / s, x, [s](const auto& g) { return g / s; },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
-auto operator/(detail::scalar_arg_t<X> s, const X& x) {
+template <traced_like X>
+[[nodiscard]] auto operator/(detail::scalar_arg_t<X> s, const X& x) {
   auto y = s / x.value();
   return detail::record(y, x, [y, xv = x.value()](const auto& g) { return -(g * y) / xv; },
                         &detail::describe_elementwise);
 }
 
 // Unary functions: y = f(x), d x = g f'(x).
-template <traced_type X>
-auto exp(const X& x) {
+template <traced_like X>
+[[nodiscard]] auto exp(const X& x) {
   auto y = typeshard::exp(x.value());
   return detail::record(y, x, [y](const auto& g) { return g * y; }, &detail::describe_elementwise);
 }
-template <traced_type X>
-auto log(const X& x) {
+template <traced_like X>
+[[nodiscard]] auto log(const X& x) {
   return detail::record(
       typeshard::log(x.value()), x, [xv = x.value()](const auto& g) { return g / xv; },
       &detail::describe_elementwise);
 }
-template <traced_type X>
-auto tanh(const X& x) {
+template <traced_like X>
+[[nodiscard]] auto tanh(const X& x) {
   auto y = typeshard::tanh(x.value());
   return detail::record(
       y, x, [y](const auto& g) { return g * (detail::scalar_t<X>(1) - y * y); },
       &detail::describe_elementwise);
 }
-template <traced_type X>
-auto relu(const X& x) {
+template <traced_like X>
+[[nodiscard]] auto relu(const X& x) {
   return detail::record(typeshard::relu(x.value()), x,
                         [xv = x.value()](const auto& g) {
                           return typeshard::zip(g, xv, detail::relu_backward_t{});
                         },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
-auto sin(const X& x) {
+template <traced_like X>
+[[nodiscard]] auto sin(const X& x) {
   return detail::record(typeshard::sin(x.value()), x,
                         [xv = x.value()](const auto& g) { return g * typeshard::cos(xv); },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
-auto cos(const X& x) {
+template <traced_like X>
+[[nodiscard]] auto cos(const X& x) {
   return detail::record(typeshard::cos(x.value()), x,
                         [xv = x.value()](const auto& g) { return -(g * typeshard::sin(xv)); },
                         &detail::describe_elementwise);
 }
-template <traced_type X>
-auto sqrt(const X& x) {
+template <traced_like X>
+[[nodiscard]] auto sqrt(const X& x) {
   using T = detail::scalar_t<X>;
   auto y = typeshard::sqrt(x.value());
   return detail::record(y, x, [y](const auto& g) { return (g * T(0.5)) / y; },
@@ -176,14 +176,14 @@ auto sqrt(const X& x) {
 
 // Not differentiable (rule 9): map and zip of a traced value (ts::max, ts::min, ts::maximum
 // and ts::minimum: detail/traced_extrema.hpp).
-template <traced_type X, class F>
-auto map(const X& x, F) {
+template <traced_like X, class F>
+[[nodiscard]] auto map(const X& x, F) {
   static_assert(detail::require<false, diagnostic::grad_map_not_differentiable<F>>::value);
   return x;
 }
 template <class A, class B, class F>
   requires traced_operands<A, B>
-auto zip(const A& a, const B&, F) {
+[[nodiscard]] auto zip(const A& a, const B&, F) {
   static_assert(detail::require<false, diagnostic::grad_map_not_differentiable<F>>::value);
   return a;
 }

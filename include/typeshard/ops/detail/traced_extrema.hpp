@@ -114,12 +114,12 @@ auto traced_maximum(const A& a, const B& b) {
 // max<Dims...>(x) and min<Dims...>(x), with ts::keep_dims, and with an output spec (a template
 // argument or a value first): every form arrays take.
 #define TYPESHARD_TRACED_EXTREMUM(name)                                                      \
-  template <int... Dims, traced_type X>                                                     \
-  auto name(const X& x) {                                                                   \
+  template <int... Dims, traced_like X>                                                     \
+  [[nodiscard]] auto name(const X& x) {                                                     \
     return detail::traced_extremum<reduction::name, false, Dims...>(x);                     \
   }                                                                                         \
-  template <int... Dims, traced_type X>                                                     \
-  auto name(const X& x, keep_dims_t) {                                                      \
+  template <int... Dims, traced_like X>                                                     \
+  [[nodiscard]] auto name(const X& x, keep_dims_t) {                                        \
     return detail::traced_extremum<reduction::name, true, Dims...>(x);                      \
   }                                                                                         \
   TYPESHARD_TRACED_REDUCTION_OUT_SPEC(name)
@@ -130,12 +130,12 @@ TYPESHARD_TRACED_EXTREMUM(min)
 
 template <class A, class B>
   requires traced_operands<A, B>
-auto maximum(const A& a, const B& b) {
+[[nodiscard]] auto maximum(const A& a, const B& b) {
   return detail::traced_maximum<true>(a, b);
 }
 template <class A, class B>
   requires traced_operands<A, B>
-auto minimum(const A& a, const B& b) {
+[[nodiscard]] auto minimum(const A& a, const B& b) {
   return detail::traced_maximum<false>(a, b);
 }
 

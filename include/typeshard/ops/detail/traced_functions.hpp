@@ -69,29 +69,29 @@ struct pow_exponent_grad_t {
 // The hooks ts::sigmoid, ts::softplus, ts::rsqrt, ts::gelu and ts::clip (function objects,
 // ops/functions.hpp) call on a traced value, found by argument-dependent lookup.
 // sigmoid: d x = g s (1 - s); softplus: d x = g sigmoid(x); rsqrt: d x = -g x^(-3/2) / 2.
-template <traced_type X>
+template <traced_like X>
 [[nodiscard]] auto traced_sigmoid(const X& x) {
   return detail::traced_unary(x, typeshard::sigmoid(x.value()), fn::sigmoid_grad_t{});
 }
-template <traced_type X>
+template <traced_like X>
 [[nodiscard]] auto traced_softplus(const X& x) {
   return detail::traced_unary(x, typeshard::softplus(x.value()), fn::sigmoid_t{});
 }
-template <traced_type X>
+template <traced_like X>
 [[nodiscard]] auto traced_rsqrt(const X& x) {
   using T = detail::scalar_t<X>;
   return detail::traced_unary(x, typeshard::rsqrt(x.value()),
                               fn::with_scalar<fn::pow_grad_t, T>{fn::pow_grad_t{}, T(-0.5)});
 }
 // gelu: the derivative of the form chosen (tanh approximation or exact).
-template <traced_type X>
+template <traced_like X>
 [[nodiscard]] auto traced_gelu(const X& x, bool approximate = true) {
   if (approximate)
     return detail::traced_unary(x, typeshard::gelu(x.value(), true), fn::gelu_tanh_grad_t{});
   return detail::traced_unary(x, typeshard::gelu(x.value(), false), fn::gelu_erf_grad_t{});
 }
 // pow(x, p): d x = g p x^(p - 1).
-template <traced_type X>
+template <traced_like X>
 [[nodiscard]] auto pow(const X& x, detail::scalar_arg_t<X> p) {
   using T = detail::scalar_t<X>;
   return detail::traced_unary(x, typeshard::pow(x.value(), p),
@@ -119,7 +119,7 @@ template <class A, class B>
       &detail::describe_elementwise);
 }
 // clip(x, lo, hi): d x = g inside [lo, hi] (bounds included), else 0.
-template <traced_type X>
+template <traced_like X>
 [[nodiscard]] auto traced_clip(const X& x, detail::scalar_arg_t<X> lo, detail::scalar_arg_t<X> hi) {
   using T = detail::scalar_t<X>;
   return detail::traced_unary(x, typeshard::clip(x.value(), lo, hi), fn::clip_grad_t<T>{lo, hi});
@@ -133,11 +133,11 @@ template <traced_type X>
   [[nodiscard]] auto name(const A& a, const B& b) {                                         \
     return typeshard::name(detail::value_of(a), detail::value_of(b));                       \
   }                                                                                         \
-  template <traced_type X>                                                                  \
+  template <traced_like X>                                                                  \
   [[nodiscard]] auto name(const X& x, detail::scalar_arg_t<X> s) {                          \
     return typeshard::name(x.value(), s);                                                   \
   }                                                                                         \
-  template <traced_type X>                                                                  \
+  template <traced_like X>                                                                  \
   [[nodiscard]] auto name(detail::scalar_arg_t<X> s, const X& x) {                          \
     return typeshard::name(s, x.value());                                                   \
   }
@@ -155,11 +155,11 @@ TYPESHARD_TRACED_COMPARISON(not_equal)
   [[nodiscard]] auto operator op(const A& a, const B& b) {                                  \
     return name(a, b);                                                                      \
   }                                                                                         \
-  template <traced_type X>                                                                  \
+  template <traced_like X>                                                                  \
   [[nodiscard]] auto operator op(const X& x, detail::scalar_arg_t<X> s) {                   \
     return name(x, s);                                                                      \
   }                                                                                         \
-  template <traced_type X>                                                                  \
+  template <traced_like X>                                                                  \
   [[nodiscard]] auto operator op(detail::scalar_arg_t<X> s, const X& x) {                   \
     return name(s, x);                                                                      \
   }
@@ -172,11 +172,11 @@ TYPESHARD_TRACED_COMPARISON_OPERATOR(>=, greater_equal)
 // ---- argmax, argmin: the index of the forward value (no gradient) --------------------------
 
 #define TYPESHARD_TRACED_ARG_EXTREMUM(name)                                  \
-  template <int Dim, traced_type X>                                          \
+  template <int Dim, traced_like X>                                          \
   [[nodiscard]] auto name(const X& x) {                                      \
     return typeshard::name<Dim>(x.value());                                  \
   }                                                                          \
-  template <int Dim, traced_type X>                                          \
+  template <int Dim, traced_like X>                                          \
   [[nodiscard]] auto name(const X& x, keep_dims_t) {                         \
     return typeshard::name<Dim>(x.value(), keep_dims);                       \
   }
@@ -194,7 +194,7 @@ inline std::string describe_take() {
 }
 }  // namespace detail
 
-template <traced_type Table, sharded_array_type Ids>
+template <traced_like Table, sharded_array_like Ids>
   requires std::is_integral_v<typename Ids::value_type>
 [[nodiscard]] auto traced_take(const Table& table, const Ids& ids) {
   using TV = typename Table::array_type;
@@ -225,7 +225,7 @@ template <grad_operand M, class A, class B>
       },
       &detail::describe_where);
 }
-template <grad_operand M, traced_type A>
+template <grad_operand M, traced_like A>
 [[nodiscard]] auto traced_where(const M& mask, const A& a, detail::scalar_arg_t<A> b) {
   using AV = typename A::array_type;
   const auto& mv = detail::value_of(mask);
@@ -236,7 +236,7 @@ template <grad_operand M, traced_type A>
       },
       &detail::describe_where);
 }
-template <grad_operand M, traced_type B>
+template <grad_operand M, traced_like B>
 [[nodiscard]] auto traced_where(const M& mask, detail::scalar_arg_t<B> a, const B& b) {
   using BV = typename B::array_type;
   const auto& mv = detail::value_of(mask);

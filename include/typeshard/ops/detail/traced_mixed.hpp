@@ -92,7 +92,7 @@ auto record_mixed_einsum(R value, const A& a, const B& b) {
 
 // astype<U>(x) on a traced x: the cast, whose backward casts the cotangent back (x itself when
 // its elements are U already).
-template <class U, traced_type X>
+template <class U, traced_like X>
 [[nodiscard]] auto astype(const X& x) {
   using T = typename X::value_type;
   if constexpr (std::is_same_v<T, U>) {
@@ -111,7 +111,7 @@ template <class U, traced_type X>
 
 // einsum<Subscripts[, OutSpec]>(a, b, preferred_element<U>) with a traced operand.
 template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class B, class U>
-  requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+  requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U> pe) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
@@ -119,9 +119,9 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class
   const BV& bv = detail::value_of(b);
   using forward = decltype(typeshard::einsum<Subscripts, OutSpec>(av, bv, pe));
   constexpr bool lhs_ok =
-      !traced_type<A> || detail::einsum_check_differentiable<Subscripts, true>();
+      !traced_like<A> || detail::einsum_check_differentiable<Subscripts, true>();
   constexpr bool rhs_ok =
-      !traced_type<B> || detail::einsum_check_differentiable<Subscripts, false>();
+      !traced_like<B> || detail::einsum_check_differentiable<Subscripts, false>();
   if constexpr (std::is_same_v<typename AV::value_type, U>) {
     return typeshard::einsum<Subscripts, OutSpec>(a, b);  // the ordinary traced einsum
   } else if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> || !lhs_ok || !rhs_ok ||
@@ -139,7 +139,7 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class
 // the arrays (its plan and its rules: accepted exactly where the array call is), backward as
 // the einsum's of "...ij,...jk->...ik".
 template <class OutSpec = auto_out, class A, class B, class U>
-  requires traced_operands<A, B> && (spec_type<OutSpec> || std::is_same_v<OutSpec, auto_out>)
+  requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U> pe) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;

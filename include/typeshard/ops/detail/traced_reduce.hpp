@@ -71,40 +71,40 @@ auto traced_reduce(const X& x) {
 
 }  // namespace detail
 
-template <int... Dims, traced_type X>
-auto sum(const X& x) {
+template <int... Dims, traced_like X>
+[[nodiscard]] auto sum(const X& x) {
   return detail::traced_reduce<false, false, Dims...>(x);
 }
-template <int... Dims, traced_type X>
-auto sum(const X& x, keep_dims_t) {
+template <int... Dims, traced_like X>
+[[nodiscard]] auto sum(const X& x, keep_dims_t) {
   return detail::traced_reduce<false, true, Dims...>(x);
 }
-template <int... Dims, traced_type X>
-auto mean(const X& x) {
+template <int... Dims, traced_like X>
+[[nodiscard]] auto mean(const X& x) {
   return detail::traced_reduce<true, false, Dims...>(x);
 }
-template <int... Dims, traced_type X>
-auto mean(const X& x, keep_dims_t) {
+template <int... Dims, traced_like X>
+[[nodiscard]] auto mean(const X& x, keep_dims_t) {
   return detail::traced_reduce<true, true, Dims...>(x);
 }
 // With an output spec (a template argument or a value first, keep_dims or not, every form
 // arrays take): the reduction, then the reshard to it (what the plan does). Also the output
 // spec forms of max and min (traced_extrema.hpp, which undefines it).
 #define TYPESHARD_TRACED_REDUCTION_OUT_SPEC(name)                                            \
-  template <spec_type OutSpec, int... Dims, traced_type X>                                  \
-  auto name(const X& x) {                                                                   \
+  template <spec_like OutSpec, int... Dims, traced_like X>                                  \
+  [[nodiscard]] auto name(const X& x) {                                                     \
     return reshard<OutSpec>(name<Dims...>(x));                                              \
   }                                                                                         \
-  template <spec_type OutSpec, int... Dims, traced_type X>                                  \
-  auto name(const X& x, keep_dims_t) {                                                      \
+  template <spec_like OutSpec, int... Dims, traced_like X>                                  \
+  [[nodiscard]] auto name(const X& x, keep_dims_t) {                                        \
     return reshard<OutSpec>(name<Dims...>(x, keep_dims));                                   \
   }                                                                                         \
-  template <int... Dims, spec_type OutSpec, traced_type X>                                  \
-  auto name(OutSpec, const X& x) {                                                          \
+  template <int... Dims, spec_like OutSpec, traced_like X>                                  \
+  [[nodiscard]] auto name(OutSpec, const X& x) {                                            \
     return reshard<OutSpec>(name<Dims...>(x));                                              \
   }                                                                                         \
-  template <int... Dims, spec_type OutSpec, traced_type X>                                  \
-  auto name(OutSpec, const X& x, keep_dims_t) {                                             \
+  template <int... Dims, spec_like OutSpec, traced_like X>                                  \
+  [[nodiscard]] auto name(OutSpec, const X& x, keep_dims_t) {                               \
     return reshard<OutSpec>(name<Dims...>(x, keep_dims));                                   \
   }
 TYPESHARD_TRACED_REDUCTION_OUT_SPEC(sum)
@@ -134,15 +134,15 @@ std::string describe_softmax<X, Dim>::text() {
 }
 }  // namespace detail
 
-template <int Dim = -1, traced_type X>
-auto softmax(const X& x) {
+template <int Dim = -1, traced_like X>
+[[nodiscard]] auto softmax(const X& x) {
   auto y = typeshard::softmax<Dim>(x.value());
   return detail::record(y, x,
                         [y](const auto& g) { return y * (g - detail::row_sum<Dim>(g * y)); },
                         detail::describe_softmax<X, Dim>{});
 }
-template <int Dim = -1, traced_type X>
-auto log_softmax(const X& x) {
+template <int Dim = -1, traced_like X>
+[[nodiscard]] auto log_softmax(const X& x) {
   auto y = typeshard::log_softmax<Dim>(x.value());
   return detail::record(
       y, x, [y](const auto& g) { return g - typeshard::exp(y) * detail::row_sum<Dim>(g); },
@@ -166,15 +166,15 @@ std::string describe_reshard<X, Spec>::text() {
 }
 }  // namespace detail
 
-template <spec_type Spec, traced_type X>
-auto reshard(const X& x) {
+template <spec_like Spec, traced_like X>
+[[nodiscard]] auto reshard(const X& x) {
   return detail::record(typeshard::reshard<Spec>(x.value()), x,
                         [](const auto& g) { return g; }, detail::describe_reshard<X, Spec>{});
 }
 
-template <axis_name... Axes, traced_type X>
+template <axis_name... Axes, traced_like X>
   requires(sizeof...(Axes) >= 1)
-auto psum(const X& x) {
+[[nodiscard]] auto psum(const X& x) {
   return detail::record(typeshard::psum<Axes...>(x.value()), x, [](const auto& g) { return g; },
                         detail::describe_reshard<X, typename X::spec>{});
 }

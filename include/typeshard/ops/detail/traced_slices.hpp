@@ -45,7 +45,7 @@ template <std::size_t Dim, class A, class B>
 auto traced_concat2(const A& a, const B& b) {
   auto value = typeshard::concat<Dim>(value_of(a), value_of(b));
   if constexpr (!concat_is_valid<Dim, value_t<A>, value_t<B>>() ||
-                (!traced_type<A> && !traced_type<B>)) {
+                (!traced_like<A> && !traced_like<B>)) {
     return value;
   } else {
     using CA = cotangent_t<value_t<A>>;
@@ -70,7 +70,7 @@ auto traced_concat(const A& a, const B& b, const Rest&... rest) {
 }
 }  // namespace detail
 
-template <std::size_t Dim, traced_type X>
+template <std::size_t Dim, traced_like X>
 [[nodiscard]] auto slice_in_dim(const X& x, std::size_t start, std::size_t size) {
   auto value = typeshard::slice_in_dim<Dim>(x.value(), start, size);
   if constexpr (Dim >= X::rank)
@@ -79,7 +79,7 @@ template <std::size_t Dim, traced_type X>
     return detail::record_slice<Dim>(std::move(value), x, start);
 }
 
-template <std::size_t Dim, std::size_t Start, std::size_t Size, traced_type X>
+template <std::size_t Dim, std::size_t Start, std::size_t Size, traced_like X>
 [[nodiscard]] auto slice_in_dim(const X& x) {
   auto value = typeshard::slice_in_dim<Dim, Start, Size>(x.value());
   if constexpr (std::is_same_v<decltype(value), typename X::array_type>)
@@ -88,7 +88,7 @@ template <std::size_t Dim, std::size_t Start, std::size_t Size, traced_type X>
     return detail::record_slice<Dim>(std::move(value), x, Start);
 }
 
-template <std::size_t Dim, std::size_t N, traced_type X>
+template <std::size_t Dim, std::size_t N, traced_like X>
 [[nodiscard]] auto split(const X& x) {
   auto parts = typeshard::split<Dim, N>(x.value());
   if constexpr (!detail::split_is_valid<Dim, N, typename X::array_type>()) {
@@ -103,7 +103,7 @@ template <std::size_t Dim, std::size_t N, traced_type X>
 
 // concat<Dim>(xs...) with at least one traced operand (the others plain arrays).
 template <std::size_t Dim, grad_operand X, grad_operand... Xs>
-  requires(sizeof...(Xs) >= 1 && (traced_type<X> || (traced_type<Xs> || ...)))
+  requires(sizeof...(Xs) >= 1 && (traced_like<X> || (traced_like<Xs> || ...)))
 [[nodiscard]] auto concat(const X& x, const Xs&... xs) {
   return detail::traced_concat<Dim>(x, xs...);
 }

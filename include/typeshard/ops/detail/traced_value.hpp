@@ -77,21 +77,21 @@ inline constexpr bool is_traced_v<traced<A, C, L, P>> = true;
 }  // namespace detail
 
 template <class T>
-concept traced_type = detail::is_traced_v<std::remove_cvref_t<T>>;
+concept traced_like = detail::is_traced_v<std::remove_cvref_t<T>>;
 
 // An operand of an op on traced values: a traced value or a plain array.
 template <class T>
-concept grad_operand = traced_type<T> || sharded_array_type<T>;
+concept grad_operand = traced_like<T> || sharded_array_like<T>;
 
 // At least one traced operand, the other traced or plain.
 template <class A, class B>
-concept traced_operands = grad_operand<A> && grad_operand<B> && (traced_type<A> || traced_type<B>);
+concept traced_operands = grad_operand<A> && grad_operand<B> && (traced_like<A> || traced_like<B>);
 
 namespace detail {
 
 template <class X>
 const auto& value_of(const X& x) {
-  if constexpr (traced_type<X>)
+  if constexpr (traced_like<X>)
     return x.value();
   else
     return x;
@@ -174,7 +174,7 @@ struct sink<traced<A, C, L, P>> {
 
 template <class X, class Raw>
 std::string delivery_description() {
-  if constexpr (!traced_type<X>) {
+  if constexpr (!traced_like<X>) {
     return "";
   } else if constexpr (leaf_argnum(X::leaf) >= 0) {
     using plan = reshard_plan<typename Raw::mesh_type, typename Raw::spec, typename X::spec,
@@ -197,7 +197,7 @@ std::string delivery_description() {
 
 template <class A, class B>
 const std::shared_ptr<grad_tape>& tape_of(const A& a, const B& b) {
-  if constexpr (traced_type<A>) {
+  if constexpr (traced_like<A>) {
     (void)b;
     return a.tape();
   } else {
@@ -209,12 +209,12 @@ const std::shared_ptr<grad_tape>& tape_of(const A& a, const B& b) {
 // Whether the operands are traced by ts::backward_plans (a plain array operand: no say).
 template <class A, class B = A>
 constexpr bool plans_of() {
-  if constexpr (traced_type<A> && traced_type<B>) {
+  if constexpr (traced_like<A> && traced_like<B>) {
     static_assert(A::plans == B::plans,
                   "typeshard: internal error (a typeshard bug, please report it): an op "
                   "has operands of two differentiated calls");
     return A::plans;
-  } else if constexpr (traced_type<A>) {
+  } else if constexpr (traced_like<A>) {
     return A::plans;
   } else {
     return B::plans;

@@ -19,7 +19,7 @@
 #include "../../array/sharded_array.hpp"
 #include "../../core/bfloat16.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../plan/grad_plan.hpp"
 #include "executor.hpp"
 

@@ -53,7 +53,7 @@ template <class Mesh, std::size_t Rank>
 constexpr double block_elements(const spec_array<Rank>& s, const shape<Rank>& global) {
   double n = 1;
   for (std::size_t d = 0; d < Rank; ++d)
-    n *= static_cast<double>(block_extent(global[d], shards_of<Mesh>(s[d])));
+    n *= static_cast<double>(shard_extent(global[d], shards_of<Mesh>(s[d])));
   return n;
 }
 
@@ -195,10 +195,10 @@ constexpr plan_cost einsum_cost_of(const einsum_equation& eq, const einsum_choic
   double contracted = 1;
   for (std::size_t l = 0; l < eq.lhs_rank; ++l)
     if (!eq.in_out(eq.lhs[l]))
-      contracted *= static_cast<double>(block_extent(sh.lhs[l], shards_of<Mesh>(c.lhs_read[l])));
+      contracted *= static_cast<double>(shard_extent(sh.lhs[l], shards_of<Mesh>(c.lhs_read[l])));
   for (std::size_t r = 0; r < eq.rhs_rank; ++r)
     if (eq.role(eq.rhs[r]) == einsum_role::rhs_summed)
-      contracted *= static_cast<double>(block_extent(sh.rhs[r], shards_of<Mesh>(c.rhs_read[r])));
+      contracted *= static_cast<double>(shard_extent(sh.rhs[r], shards_of<Mesh>(c.rhs_read[r])));
   cost.flops = 2 * block_elements<Mesh>(c.local, out) * contracted;
   return cost;
 }

@@ -1,4 +1,4 @@
-// typeshard/detail/impl/buffer.ipp: the shard allocator's implementation (see buffer.hpp).
+// typeshard/array/detail/impl/buffer.ipp: the shard allocator's implementation (see buffer.hpp).
 // Included by buffer.hpp (header-only) or compiled once into typeshard::runtime.
 #pragma once
 

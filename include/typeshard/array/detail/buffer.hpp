@@ -1,4 +1,4 @@
-// typeshard/detail/buffer.hpp: the memory of one shard.
+// typeshard/array/detail/buffer.hpp: the memory of one shard.
 // Internal: do not rely on anything in detail/.
 #pragma once
 
@@ -12,10 +12,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/config.hpp"
-#include "../core/detail/diagnose.hpp"
-#include "../core/rules/elements.hpp"
-#include "../core/errors.hpp"
+#include "../../core/config.hpp"
+#include "../../core/detail/diagnose.hpp"
+#include "../../core/rules/elements.hpp"
+#include "../../core/errors.hpp"
 
 
 namespace typeshard::detail {
