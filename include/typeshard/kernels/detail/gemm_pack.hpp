@@ -162,24 +162,36 @@ void pack_a_rows(std::size_t mc, std::size_t kc, const T* a, std::size_t rs, std
 
 // Packs the kc x nc block of op(B) whose element (p, j) is b[p*rs + j*cs] into strips of nr
 // columns: strip s holds, for each p, the nr values op(B)[p][s*nr + j], columns past nc zero.
-// A plain B has (rs, cs) = (ldb, 1) and copies rows; a transposed one (1, ldb) reads each of
+// A plain B has (rs, cs) = (ldb, 1) and copies its rows, pack_b_group strips at a time: each
+// row's run of pack_b_group * nr values read in order (a strip at a time read each row in
+// pieces of nr values, 128 bytes in float, kc rows apart; more strips at once would write
+// more streams kc * nr apart, which share L1 sets); a transposed one (1, ldb) reads each of
 // the strip's nr stored rows (kc contiguous values), tile by tile (pack_tile), into the strip.
+inline constexpr std::size_t pack_b_group = 4;
+
 template <std::size_t nr, class T>
 void pack_b(std::size_t kc, std::size_t nc, const T* b, std::size_t rs, std::size_t cs, T* out) {
-  for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
-    const std::size_t cols = std::min(nr, nc - j0);
-    if (cs == 1) {
+  if (cs == 1) {  // plain: runs of pack_b_group strips, each stored row's run read in order
+    const std::size_t strips = (nc + nr - 1) / nr, full = nc / nr, cols = nc - full * nr;
+    for (std::size_t s0 = 0; s0 < strips; s0 += pack_b_group) {
+      const std::size_t s1 = std::min(strips, s0 + pack_b_group);
       for (std::size_t p = 0; p < kc; ++p) {
-        const T* row = b + p * rs + j0;
+        const T* row = b + p * rs;
         T* dst = out + p * nr;
-        if (cols == nr) {
-          std::memcpy(dst, row, nr * sizeof(T));
-        } else {
-          for (std::size_t j = 0; j < cols; ++j) dst[j] = row[j];
-          for (std::size_t j = cols; j < nr; ++j) dst[j] = T(0);
+        for (std::size_t s = s0; s < std::min(s1, full); ++s)
+          std::memcpy(dst + s * kc * nr, row + s * nr, nr * sizeof(T));
+        if (full < s1) {  // the edge strip: columns past nc zero
+          T* edge = dst + full * kc * nr;
+          for (std::size_t j = 0; j < cols; ++j) edge[j] = row[full * nr + j];
+          for (std::size_t j = cols; j < nr; ++j) edge[j] = T(0);
         }
       }
-    } else {  // transposed: rs == 1; column j0 + j of op(B) is contiguous in memory
+    }
+    return;
+  }
+  for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
+    const std::size_t cols = std::min(nr, nc - j0);
+    {  // transposed: rs == 1; column j0 + j of op(B) is contiguous in memory
       for (std::size_t p0 = 0; p0 < kc; p0 += pack_tile) {  // tile by tile (pack_tile)
         const std::size_t pn = std::min(pack_tile, kc - p0);
         for (std::size_t j = 0; j < cols; ++j) {
