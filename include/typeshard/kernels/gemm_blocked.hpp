@@ -166,19 +166,27 @@ constexpr micro_kernel_fn<T> micro_kernel_of() {
 #endif
 }
 
-// Level Isa for the driver. A transposed A (a_transposed: op(A) = A^T, the mr values of each
-// p contiguous in memory) is packed interleaved whatever the level's ka: its packing is then
-// a copy of mr-value runs, where packing it by rows is a transpose (which took ~5% of a
+// Level Isa for the driver. At the avx512 level, a transposed A (a_transposed: op(A) = A^T,
+// the mr values of each p contiguous in memory) is packed interleaved: its packing is then a
+// copy of mr-value runs, where packing it by rows is a transpose (which took ~5% of a
 // transformer training step, whose weight gradients are x^T . dy). The micro-kernel's
-// multiply-adds are the same, in the same order: the results are bitwise those of ka.
+// multiply-adds are the same, in the same order: the results are bitwise those of ka. (Only
+// there: another micro-kernel per level and element type cost every program that multiplies
+// ~0.2 s of g++ -O3; the others pack a transposed A by rows, tile by tile.)
 template <gemm_isa Isa, class T>
 constexpr gemm_level<T> gemm_level_of(bool a_transposed = false) {
   using blk = gemm_blocking<T, Isa>;
-  if (blk::ka == 0 || a_transposed)
-    return {blk::mr, blk::nr, blk::kc, blk::mc, blk::nc, 0,
-            micro_kernel_of<Isa, T, 0>(), &pack_a<blk::mr, T>, &pack_b<blk::nr, T>};
-  return {blk::mr, blk::nr, blk::kc, blk::mc, blk::nc, blk::ka,
-          micro_kernel_of<Isa, T>(), &pack_a_rows<blk::mr, blk::ka, T>, &pack_b<blk::nr, T>};
+  constexpr bool interleaved_too = blk::ka == 0 || Isa == gemm_isa::avx512;
+  if constexpr (interleaved_too) {
+    if (blk::ka == 0 || a_transposed)
+      return {blk::mr, blk::nr, blk::kc, blk::mc, blk::nc, 0,
+              micro_kernel_of<Isa, T, 0>(), &pack_a<blk::mr, T>, &pack_b<blk::nr, T>};
+  }
+  if constexpr (blk::ka != 0)
+    return {blk::mr, blk::nr, blk::kc, blk::mc, blk::nc, blk::ka,
+            micro_kernel_of<Isa, T>(), &pack_a_rows<blk::mr, blk::ka, T>, &pack_b<blk::nr, T>};
+  else
+    return {};  // (not reached: ka == 0 returned above)
 }
 
 // The macro-kernel: one packed mc x kc block of A against one packed kc x nc block of B,

@@ -68,14 +68,12 @@ inline void prefetch_tile(const T* tile, std::size_t ldt, std::size_t cols) {
   }
 }
 
-// A is packed by rows (pack_a_rows): a[i*ka + p], read at constant offsets; with ka == 0,
-// interleaved (pack_a, a transposed A's packing): a[p*6 + i].
+// A is packed by rows (pack_a_rows): a[i*ka + p], read at constant offsets.
 template <std::size_t ka, class T>
 TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const T* a, const T* b,
                                                          T* tile, std::size_t ldt, bool load) {
   using V = typename simd::vec<T, 32>::type;
   constexpr std::size_t lanes = 32 / sizeof(T);
-  constexpr std::size_t a_row = ka != 0 ? ka : 1, a_step = ka != 0 ? 1 : 6;
   // The 12 accumulators written out (not an array, as in the AVX-512 kernel): 12 of the 16
   // registers, so nothing may spill.
   V c00 = V{}, c01 = V{};
@@ -94,22 +92,22 @@ TYPESHARD_GEMM_AVX2_TARGET inline void micro_kernel_avx2(std::size_t kc, const T
     V ai = avx2::broadcast(a);
     c00 = avx2::fma(ai, b0, c00);
     c01 = avx2::fma(ai, b1, c01);
-    ai = avx2::broadcast(a + 1 * a_row);
+    ai = avx2::broadcast(a + 1 * ka);
     c10 = avx2::fma(ai, b0, c10);
     c11 = avx2::fma(ai, b1, c11);
-    ai = avx2::broadcast(a + 2 * a_row);
+    ai = avx2::broadcast(a + 2 * ka);
     c20 = avx2::fma(ai, b0, c20);
     c21 = avx2::fma(ai, b1, c21);
-    ai = avx2::broadcast(a + 3 * a_row);
+    ai = avx2::broadcast(a + 3 * ka);
     c30 = avx2::fma(ai, b0, c30);
     c31 = avx2::fma(ai, b1, c31);
-    ai = avx2::broadcast(a + 4 * a_row);
+    ai = avx2::broadcast(a + 4 * ka);
     c40 = avx2::fma(ai, b0, c40);
     c41 = avx2::fma(ai, b1, c41);
-    ai = avx2::broadcast(a + 5 * a_row);
+    ai = avx2::broadcast(a + 5 * ka);
     c50 = avx2::fma(ai, b0, c50);
     c51 = avx2::fma(ai, b1, c51);
-    a += a_step;
+    a += 1;
     b += 2 * lanes;
   }
   const V rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
