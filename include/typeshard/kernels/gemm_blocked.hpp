@@ -149,10 +149,9 @@ static_assert(gemm_blocking_avx2<float>::mr * gemm_blocking_avx2<float>::nr <=
               gemm_blocking_avx2<double>::mr * gemm_blocking_avx2<double>::nr <=
                   gemm_max_tile<double>);
 
-// The micro-kernel of a level.
-template <gemm_isa Isa, class T>
+// The micro-kernel of a level, for A packed by rows ka apart (ka == 0: interleaved).
+template <gemm_isa Isa, class T, std::size_t ka = gemm_blocking<T, Isa>::ka>
 constexpr micro_kernel_fn<T> micro_kernel_of() {
-  constexpr std::size_t ka = gemm_blocking<T, Isa>::ka;
 #if defined(TYPESHARD_GEMM_X86)
   if constexpr (Isa == gemm_isa::avx512)
     return &micro_kernel_avx512<ka, T>;
@@ -167,17 +166,27 @@ constexpr micro_kernel_fn<T> micro_kernel_of() {
 #endif
 }
 
-// Level Isa for the driver.
+// Level Isa for the driver. At the avx512 level, a transposed A (a_transposed: op(A) = A^T,
+// the mr values of each p contiguous in memory) is packed interleaved: its packing is then a
+// copy of mr-value runs, where packing it by rows is a transpose (which took ~5% of a
+// transformer training step, whose weight gradients are x^T . dy). The micro-kernel's
+// multiply-adds are the same, in the same order: the results are bitwise those of ka. (Only
+// there: another micro-kernel per level and element type cost every program that multiplies
+// ~0.2 s of g++ -O3; the others pack a transposed A by rows, tile by tile.)
 template <gemm_isa Isa, class T>
-constexpr gemm_level<T> gemm_level_of() {
+constexpr gemm_level<T> gemm_level_of(bool a_transposed = false) {
   using blk = gemm_blocking<T, Isa>;
-  pack_fn<T> pack_a_fn = nullptr;
+  constexpr bool interleaved_too = blk::ka == 0 || Isa == gemm_isa::avx512;
+  if constexpr (interleaved_too) {
+    if (blk::ka == 0 || a_transposed)
+      return {blk::mr, blk::nr, blk::kc, blk::mc, blk::nc, 0,
+              micro_kernel_of<Isa, T, 0>(), &pack_a<blk::mr, T>, &pack_b<blk::nr, T>};
+  }
   if constexpr (blk::ka != 0)
-    pack_a_fn = &pack_a_rows<blk::mr, blk::ka, T>;
+    return {blk::mr, blk::nr, blk::kc, blk::mc, blk::nc, blk::ka,
+            micro_kernel_of<Isa, T>(), &pack_a_rows<blk::mr, blk::ka, T>, &pack_b<blk::nr, T>};
   else
-    pack_a_fn = &pack_a<blk::mr, T>;
-  return {blk::mr, blk::nr, blk::kc, blk::mc, blk::nc, blk::ka,
-          micro_kernel_of<Isa, T>(), pack_a_fn, &pack_b<blk::nr, T>};
+    return {};  // (not reached: ka == 0 returned above)
 }
 
 // The macro-kernel: one packed mc x kc block of A against one packed kc x nc block of B,
@@ -306,6 +315,7 @@ void gemm_blocked_at(gemm_isa isa, std::size_t m, std::size_t n, std::size_t k, 
     // Element (i, p) of op(A) is a[i*ars + p*acs], element (p, j) of op(B) is b[p*brs + j*bcs].
     const std::size_t ars = ops.trans_a ? 1 : lda, acs = ops.trans_a ? lda : 1;
     const std::size_t brs = ops.trans_b ? 1 : ldb, bcs = ops.trans_b ? ldb : 1;
+    const bool a_transposed = ops.trans_a;
     // Below about one register tile's worth of work per output row, packing costs more than
     // it saves.
     constexpr std::size_t small = 4 * 6 * 16 * 6;
@@ -317,19 +327,19 @@ void gemm_blocked_at(gemm_isa isa, std::size_t m, std::size_t n, std::size_t k, 
 #if defined(TYPESHARD_GEMM_X86)  // elsewhere only the portable level exists (gemm_isa.hpp)
     switch (gemm_isa_capped(isa)) {
       case avx512:
-        return gemm_packed(gemm_level_of<avx512, T>(), m, n, k, a, ars, acs, b, brs, bcs, c,
-                           ldc, accumulate);
+        return gemm_packed(gemm_level_of<avx512, T>(a_transposed), m, n, k, a, ars, acs, b,
+                           brs, bcs, c, ldc, accumulate);
       case avx2:
-        return gemm_packed(gemm_level_of<avx2, T>(), m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
-                           accumulate);
+        return gemm_packed(gemm_level_of<avx2, T>(a_transposed), m, n, k, a, ars, acs, b, brs,
+                           bcs, c, ldc, accumulate);
       case portable:
         break;
     }
 #else
     (void)isa;
 #endif
-    gemm_packed(gemm_level_of<portable, T>(), m, n, k, a, ars, acs, b, brs, bcs, c, ldc,
-                accumulate);
+    gemm_packed(gemm_level_of<portable, T>(a_transposed), m, n, k, a, ars, acs, b, brs, bcs, c,
+                ldc, accumulate);
   }
 }
 

@@ -114,22 +114,47 @@ void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t rs, std::siz
   }
 }
 
+// The transposed operands' packings copy a block as tiles of pack_tile x pack_tile values:
+// a tile's source lines and destination lines both stay in L1 while it is copied (a whole
+// strip at a time scattered each value of a stored row to its own line: kc lines of the strip,
+// 32-64 KiB, thrashed L1, and those loops took ~10% of a transformer step's GEMM time).
+inline constexpr std::size_t pack_tile = 16;
+
+// pack_a_rows of a transposed A: element (i, p) of op(A) at a[p*cs + i] (rs == 1).
+template <std::size_t mr, std::size_t ka, class T>
+void pack_a_rows_transposed(std::size_t mc, std::size_t kc, const T* a, std::size_t cs,
+                            T* out) {
+  const std::size_t strips = (mc + mr - 1) / mr;
+  for (std::size_t p0 = 0; p0 < kc; p0 += pack_tile) {
+    const std::size_t pn = std::min(pack_tile, kc - p0);
+    for (std::size_t i0 = 0; i0 < mc; i0 += pack_tile) {
+      const std::size_t in = std::min(pack_tile, mc - i0);
+      for (std::size_t i = i0; i < i0 + in; ++i) {
+        T* dst = out + (i / mr) * mr * ka + (i % mr) * ka + p0;
+        const T* src = a + p0 * cs + i;
+        for (std::size_t p = 0; p < pn; ++p) dst[p] = src[p * cs];
+      }
+    }
+  }
+  for (std::size_t i = mc; i < strips * mr; ++i)  // the last strip's rows past mc
+    std::fill_n(out + (i / mr) * mr * ka + (i % mr) * ka, kc, T(0));
+}
+
 // The same block packed by rows (the AVX-512 kernel's layout): strip s holds mr rows, row i
 // the kc values op(A)[s*mr + i][p] at out[i*ka + p] (ka >= kc; rows past mc zero). A plain A
-// copies contiguous runs; a transposed one reads the mr contiguous values of each p.
+// copies contiguous runs; a transposed one is copied tile by tile (pack_a_rows_transposed).
 template <std::size_t mr, std::size_t ka, class T>
 void pack_a_rows(std::size_t mc, std::size_t kc, const T* a, std::size_t rs, std::size_t cs,
                  T* out) {
+  if (cs != 1) {  // transposed (rs == 1): a blocked transpose of the whole block
+    pack_a_rows_transposed<mr, ka>(mc, kc, a, cs, out);
+    return;
+  }
   for (std::size_t i0 = 0; i0 < mc; i0 += mr) {
     const std::size_t rows = std::min(mr, mc - i0);
     const T* src = a + i0 * rs;
-    if (cs == 1) {
-      for (std::size_t i = 0; i < rows; ++i)
-        std::memcpy(out + i * ka, src + i * rs, kc * sizeof(T));
-    } else {  // transposed: rs == 1
-      for (std::size_t p = 0; p < kc; ++p)
-        for (std::size_t i = 0; i < rows; ++i) out[i * ka + p] = src[p * cs + i];
-    }
+    for (std::size_t i = 0; i < rows; ++i)
+      std::memcpy(out + i * ka, src + i * rs, kc * sizeof(T));
     for (std::size_t i = rows; i < mr; ++i) std::fill_n(out + i * ka, kc, T(0));
     out += mr * ka;
   }
@@ -137,27 +162,42 @@ void pack_a_rows(std::size_t mc, std::size_t kc, const T* a, std::size_t rs, std
 
 // Packs the kc x nc block of op(B) whose element (p, j) is b[p*rs + j*cs] into strips of nr
 // columns: strip s holds, for each p, the nr values op(B)[p][s*nr + j], columns past nc zero.
-// A plain B has (rs, cs) = (ldb, 1) and copies rows; a transposed one (1, ldb) reads each of
-// the strip's nr stored rows in order (kc contiguous values) and scatters them into the strip.
+// A plain B has (rs, cs) = (ldb, 1) and copies its rows, pack_b_group strips at a time: each
+// row's run of pack_b_group * nr values read in order (a strip at a time read each row in
+// pieces of nr values, 128 bytes in float, kc rows apart; more strips at once would write
+// more streams kc * nr apart, which share L1 sets); a transposed one (1, ldb) reads each of
+// the strip's nr stored rows (kc contiguous values), tile by tile (pack_tile), into the strip.
+inline constexpr std::size_t pack_b_group = 4;
+
 template <std::size_t nr, class T>
 void pack_b(std::size_t kc, std::size_t nc, const T* b, std::size_t rs, std::size_t cs, T* out) {
-  for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
-    const std::size_t cols = std::min(nr, nc - j0);
-    if (cs == 1) {
+  if (cs == 1) {  // plain: runs of pack_b_group strips, each stored row's run read in order
+    const std::size_t strips = (nc + nr - 1) / nr, full = nc / nr, cols = nc - full * nr;
+    for (std::size_t s0 = 0; s0 < strips; s0 += pack_b_group) {
+      const std::size_t s1 = std::min(strips, s0 + pack_b_group);
       for (std::size_t p = 0; p < kc; ++p) {
-        const T* row = b + p * rs + j0;
+        const T* row = b + p * rs;
         T* dst = out + p * nr;
-        if (cols == nr) {
-          std::memcpy(dst, row, nr * sizeof(T));
-        } else {
-          for (std::size_t j = 0; j < cols; ++j) dst[j] = row[j];
-          for (std::size_t j = cols; j < nr; ++j) dst[j] = T(0);
+        for (std::size_t s = s0; s < std::min(s1, full); ++s)
+          std::memcpy(dst + s * kc * nr, row + s * nr, nr * sizeof(T));
+        if (full < s1) {  // the edge strip: columns past nc zero
+          T* edge = dst + full * kc * nr;
+          for (std::size_t j = 0; j < cols; ++j) edge[j] = row[full * nr + j];
+          for (std::size_t j = cols; j < nr; ++j) edge[j] = T(0);
         }
       }
-    } else {  // transposed: rs == 1
-      for (std::size_t j = 0; j < cols; ++j) {
-        const T* col = b + (j0 + j) * cs;  // column j0 + j of op(B): contiguous in memory
-        for (std::size_t p = 0; p < kc; ++p) out[p * nr + j] = col[p];
+    }
+    return;
+  }
+  for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
+    const std::size_t cols = std::min(nr, nc - j0);
+    {  // transposed: rs == 1; column j0 + j of op(B) is contiguous in memory
+      for (std::size_t p0 = 0; p0 < kc; p0 += pack_tile) {  // tile by tile (pack_tile)
+        const std::size_t pn = std::min(pack_tile, kc - p0);
+        for (std::size_t j = 0; j < cols; ++j) {
+          const T* col = b + (j0 + j) * cs + p0;
+          for (std::size_t p = 0; p < pn; ++p) out[(p0 + p) * nr + j] = col[p];
+        }
       }
       for (std::size_t j = cols; j < nr; ++j)
         for (std::size_t p = 0; p < kc; ++p) out[p * nr + j] = T(0);
