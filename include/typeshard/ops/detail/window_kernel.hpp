@@ -9,7 +9,7 @@
 #include "../../array/host_tensor.hpp"
 #include "../../core/detail/mesh_value.hpp"
 #include "../../core/layout.hpp"
-#include "../../detail/buffer.hpp"
+#include "../../array/detail/buffer.hpp"
 #include "../../plan/step.hpp"
 #include "operand_steps.hpp"
 
