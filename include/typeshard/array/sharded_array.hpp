@@ -1,9 +1,11 @@
 // typeshard/array/sharded_array.hpp: the global-view sharded array, and moving data to and from it.
 //
-//   auto A = ts::device_put<ts::spec<"x", ts::none>>(m, host);   // jax.device_put(x, NamedSharding(m, P('x', None)))
+//   // jax.device_put(x, NamedSharding(m, P('x', None))):
+//   auto A = ts::device_put<ts::spec<"x", ts::none>>(m, host);
 //   for (const auto& s : A.addressable_shards()) ...              // device, index, shape, data
 //   ts::host_tensor<float, 2> back = ts::to_host(A);
-//   auto B = ts::device_put<ts::spec<"x">>(m, ts::shape<1>{n}, make_block);   // make_array_from_callback
+//   // jax.make_array_from_callback:
+//   auto B = ts::device_put<ts::spec<"x">>(m, ts::shape<1>{n}, make_block);
 //   float loss = ts::sum<>(A).item();   // rank 0 (spec<>, extents<>): JAX's float(x) / x.item()
 //
 // The type carries the element, the mesh, the spec (padded with ts::none to the rank),
@@ -214,7 +216,9 @@ class sharded_array {
   }
 
   // The block at a mesh position (empty if this process does not address it).
-  std::span<const T> local_data(std::size_t position) const { return (*s_.shards)[position].span(); }
+  std::span<const T> local_data(std::size_t position) const {
+    return (*s_.shards)[position].span();
+  }
 
   // The shards this process holds, in mesh order.
   std::vector<shard<T, rank>> addressable_shards() const {
@@ -284,8 +288,8 @@ template <spec_like Spec, class Extents = void, mesh_like Mesh, class T,
 [[nodiscard]] auto device_put(const device_mesh<Mesh>& m, const host_tensor<T, Rank>& host) {
   using E = std::conditional_t<std::is_void_v<Extents>, dextents<Rank>, Extents>;
   if constexpr (E::rank != Rank) {
-    static_assert(detail::require<false,
-                                  diagnostic::extents_rank_differs_from_data<E::rank, Rank>>::value);
+    static_assert(detail::require<
+                  false, diagnostic::extents_rank_differs_from_data<E::rank, Rank>>::value);
     return detail::after_diagnostic<T, Mesh, Spec, Rank>(m);  // one error only
   } else {
     using array_type = sharded_array<T, Mesh, Spec, E>;
@@ -328,10 +332,11 @@ auto device_put(const device_mesh<Mesh>& m, const shape<Rank>& global, F&& make_
   }
 }
 
-// to_host(array): the whole array in host memory (each primary shard copies its block in
-// parallel). Where a process holds only some shards (MPI), every process of the program
-// must call it, and each gets the whole array (JAX's process_allgather), also a process
-// that holds none of the array's devices (it receives a broadcast). A value still unreduced over some axis must be reduced first (rule 3).
+// to_host(array): the whole array in host memory (each primary shard copies its block in parallel).
+// Where a process holds only some shards (MPI), every process of the program must call it, and each
+// gets the whole array (JAX's process_allgather), also a process that holds none of the array's
+// devices (it receives a broadcast). A value still unreduced over some axis must be reduced first
+// (rule 3).
 template <class T, class Mesh, class Spec, class Extents, class Unreduced>
 [[nodiscard]]
 host_tensor<T, Extents::rank> to_host(const sharded_array<T, Mesh, Spec, Extents, Unreduced>& a) {

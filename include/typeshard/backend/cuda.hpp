@@ -23,8 +23,8 @@
 // caller queues after it on that stream (to_host, a GEMM, another collective) sees its result.
 //
 // Each device has a host thread of its own for the backend's life, with its GPU current
-// (cudaSetDevice): a run() hands each device's body to that thread. When no GPU is visible the constructor throws
-// typeshard::error with the CUDA runtime's reason.
+// (cudaSetDevice): a run() hands each device's body to that thread. When no GPU is visible the
+// constructor throws typeshard::error with the CUDA runtime's reason.
 //
 // Not done yet: typeshard's operations (device_put, elementwise, matmul, ...) still run their
 // local kernels on the CPU; this backend gives their next step the device memory, copies,

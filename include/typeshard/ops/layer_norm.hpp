@@ -7,16 +7,16 @@
 //   plan::describe();  // "local reduce(stats); psum(stats, over model); local reduce(stats);
 //                      //  psum(stats, over model); local elementwise"
 //
-// y = (x - mean) / sqrt(var + eps), mean and (biased) variance along Dim (a NumPy axis
-// number, -1 the last). The plan's steps run in the one executor (ops/detail/executor.hpp),
-// whose row kernels (ops/detail/row_kernels.hpp, kernels/layer_norm_row.hpp) compute the
-// mean, then the sum of squared deviations from it (two passes, no cancellation), then the
-// normalise pass; with no psum between them, each row whole at once, staying in cache. Along a dimension sharded over axes A the
-// row sums are partial over A: each is completed by a psum over A (an all-reduce of one value
-// per row), so the plan has two psums; along an unsharded dimension it is communication-free.
-// The result has the input's spec. Floating-point elements only (float, double, bfloat16);
-// bfloat16 rows are computed in a float copy of the row and each result rounded once. An
-// unreduced input does not compile (rule 3: not linear); nor does a Dim out of range (rule 7).
+// y = (x - mean) / sqrt(var + eps), mean and (biased) variance along Dim (a NumPy axis number, -1
+// the last). The plan's steps run in the one executor (ops/detail/executor.hpp), whose row kernels
+// (ops/detail/row_kernels.hpp, kernels/layer_norm_row.hpp) compute the mean, then the sum of
+// squared deviations from it (two passes, no cancellation), then the normalise pass; with no psum
+// between them, each row whole at once, staying in cache. Along a dimension sharded over axes A the
+// row sums are partial over A: each is completed by a psum over A (an all-reduce of one value per
+// row), so the plan has two psums; along an unsharded dimension it is communication-free. The
+// result has the input's spec. Floating-point elements only (float, double, bfloat16); bfloat16
+// rows are computed in a float copy of the row and each result rounded once. An unreduced input
+// does not compile (rule 3: not linear); nor does a Dim out of range (rule 7).
 //
 // On traced values (ops/detail/traced_layer_norm.hpp) the backward is one fused row pass too:
 //   dx = (g - mean(g) - y * mean(g * y)) / sqrt(var + eps)

@@ -108,10 +108,9 @@ constexpr bool check_reduce_inputs() {
   } else if constexpr (U::size + partial_axis_count(spec_array_of<Spec, Rank>(),
                                                     reduced_mask<Rank, Dims...>()) >
                        dim_spec::max_axes) {
-    return require<false, diagnostic::too_many_unreduced_axes<
-                              U::size + partial_axis_count(spec_array_of<Spec, Rank>(),
-                                                           reduced_mask<Rank, Dims...>())>>::value &&
-           false;
+    constexpr std::size_t axes =
+        U::size + partial_axis_count(spec_array_of<Spec, Rank>(), reduced_mask<Rank, Dims...>());
+    return require<false, diagnostic::too_many_unreduced_axes<axes>>::value && false;
   } else if constexpr (!std::is_same_v<OutSpec, auto_out>) {
     return check_spec<Mesh, OutSpec, OutRank>();  // rule 1 on the named output spec
   } else {

@@ -180,7 +180,8 @@ struct step {
   TYPESHARD_COLD std::string call_string() const {
     if (kind == step_kind::local_gemm || kind == step_kind::local_elementwise)
       return to_string(kind);
-    if (kind == step_kind::local_reduce) return "local reduce(" + std::string(to_string(operand)) + ")";
+    if (kind == step_kind::local_reduce)
+      return "local reduce(" + std::string(to_string(operand)) + ")";
     std::string out = std::string(to_string(kind)) + "(" + to_string(operand);
     if (kind == step_kind::all_to_all)
       out += ", dim " + std::to_string(dim) + " -> dim " + std::to_string(to_dim);

@@ -62,11 +62,11 @@ void system_free_block(void* p, std::size_t bytes) noexcept;
 // program whose shapes change (a new phase, another model) gets the pool's benefit for its
 // new shapes instead of the pool staying full of shapes no longer used (which made
 // all_gather of 64 MiB on 8 devices 2.7x slower after other workloads had run).
-// The floor was 1 MiB; a transformer's per-device blocks are 64-512 KiB (activations of a
-// few rows, attention scores per head), which malloc trimmed and faulted in again on every
-// op: with the floor at 64 KiB, examples/transformer.cpp's benchmark step (benchmarks/compare)
-// ran 21% faster (123 -> 97 ms, page faults 350k -> 53k over 16 steps) and the MLP training
-// step the same. Below it, blocks stay in malloc's own free lists.
+// The pool keeps blocks of 64 KiB and more: a transformer's per-device blocks are 64-512 KiB
+// (activations of a few rows, attention scores per head), which malloc trims and faults in
+// again on every op; with them pooled, examples/transformer.cpp's benchmark step
+// (benchmarks/compare) runs 21% faster than with a 1 MiB floor (123 -> 97 ms, page faults
+// 350k -> 53k over 16 steps). Smaller blocks stay in malloc's own free lists.
 // A reused block may have been first touched by another device's thread. Never destroyed
 // (buffers in static objects may be freed during exit); off under AddressSanitizer, which
 // must see every block freed.
@@ -101,8 +101,8 @@ class block_pool {
 
   mutable std::mutex mutex_;
   // Oldest first; take() scans from the newest end. A take and keep cost 29-42 ns with 30
-  // blocks kept and 25-225 ns with 300 (the size index this replaced, a multimap beside a
-  // list in age order: 78-152 ns), up to 2.4 us when the size wanted is the oldest of 3000
+  // blocks kept and 25-225 ns with 300 (a size index, a multimap beside a list in age
+  // order: 78-152 ns), up to 2.4 us when the size wanted is the oldest of 3000
   // (267 ns), about the time of filling one 64 KiB block once. The index cost every program
   // that allocates shards 0.28 G instructions of g++ to compile (issue 15's budget). At most
   // 16384 blocks are kept (1 GiB by default, at least 64 KiB each).

@@ -568,7 +568,10 @@ inline void cuda_devices::do_permute(const collective_group& g, element_type t,
     std::vector<void*> rv(n, nullptr);
     std::vector<std::size_t> sb(n, 0), rb(n, 0);
     if (send_to != no_peer && send_to != r) s[send_to] = send, sb[send_to] = send_count * sz;
-    if (recv_from != no_peer && recv_from != r) rv[recv_from] = recv, rb[recv_from] = recv_count * sz;
+    if (recv_from != no_peer && recv_from != r) {
+      rv[recv_from] = recv;
+      rb[recv_from] = recv_count * sz;
+    }
     exchange(g, s, sb, rv, rb);
     if (recv_from == r) cuda_detail::copy_async(recv, send, recv_count * sz, me.stream);
     if (recv_from == no_peer) cuda_detail::zero_async(recv, recv_count * sz, me.stream);

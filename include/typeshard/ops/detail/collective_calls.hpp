@@ -1,10 +1,10 @@
 // typeshard/ops/detail/collective_calls.hpp: tiled collectives on row-major blocks, expressed
 // as the backend's raw-buffer primitives. Internal: do not rely on anything in detail/.
 //
-// Shared by the per-device collectives of shard_map (collectives.hpp) and the executor's
-// collective steps (ops/detail/operand_steps.hpp). A tiled collective along dimension d of a block of shape s sees
-// the block as [rows][s[d]][inner] with rows = s[0] * ... * s[d-1] and
-// inner = s[d+1] * ... ; the backend moves whole [s[d]][inner] rows pieces.
+// Shared by the per-device collectives of shard_map (collectives.hpp) and the executor's collective
+// steps (ops/detail/operand_steps.hpp). A tiled collective along dimension d of a block of shape s
+// sees the block as [rows][s[d]][inner] with rows = s[0] * ... * s[d-1] and inner = s[d+1] * ... ;
+// the backend moves whole [s[d]][inner] rows pieces.
 #pragma once
 
 #include <array>

@@ -51,14 +51,16 @@ std::string describe_einsum<S, R, A, B>::text() {
   if constexpr (traced_like<A>) {
     constexpr einsum_subscripts T = einsum_lhs_transpose<S>;
     using plan = einsum_transpose_plan<T, AV, G, BV>;
-    using raw = decltype(einsum_transpose<T, AV>(std::declval<const G&>(), std::declval<const BV&>()));
+    using raw =
+        decltype(einsum_transpose<T, AV>(std::declval<const G&>(), std::declval<const BV&>()));
     out.append("\n  d lhs = einsum ").append(T.view()).append("(d out, rhs): ");
     out.append(plan::describe()).append("\n").append(delivery_description<A, raw>());
   }
   if constexpr (traced_like<B>) {
     constexpr einsum_subscripts T = einsum_rhs_transpose<S>;
     using plan = einsum_transpose_plan<T, BV, G, AV>;
-    using raw = decltype(einsum_transpose<T, BV>(std::declval<const G&>(), std::declval<const AV&>()));
+    using raw =
+        decltype(einsum_transpose<T, BV>(std::declval<const G&>(), std::declval<const AV&>()));
     out.append("\n  d rhs = einsum ").append(T.view()).append("(d out, lhs): ");
     out.append(plan::describe()).append("\n").append(delivery_description<B, raw>());
   }

@@ -30,7 +30,8 @@ std::pair<shape<Rank>, std::size_t> keep_shape(const shape<Rank>& x) {
   if constexpr (sizeof...(Dims) == 0) {
     reduced.fill(true);
   } else {
-    for (int d : {Dims...}) reduced[static_cast<std::size_t>(d < 0 ? d + static_cast<int>(Rank) : d)] = true;
+    for (int d : {Dims...})
+      reduced[static_cast<std::size_t>(d < 0 ? d + static_cast<int>(Rank) : d)] = true;
   }
   for (std::size_t d = 0; d < Rank; ++d)
     if (reduced[d]) {
