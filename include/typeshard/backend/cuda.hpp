@@ -202,3 +202,4 @@ class cuda_devices final : public backend {
 }  // namespace typeshard
 
 #include "detail/cuda_devices_impl.hpp"
+#include "detail/cuda_collectives_impl.hpp"
