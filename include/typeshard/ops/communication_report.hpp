@@ -34,6 +34,20 @@
 
 namespace typeshard {
 
+namespace detail {
+// The plan vocabulary's name of a collective (psum, pmax, pmin, psum_scatter, ppermute; the
+// others by to_string), as communication reports and ts::jit's ledger print it.
+constexpr const char* collective_plan_name(collective_kind k, reduce_op op) {
+  switch (k) {
+    case collective_kind::all_reduce:
+      return op == reduce_op::sum ? "psum" : op == reduce_op::max ? "pmax" : "pmin";
+    case collective_kind::reduce_scatter: return "psum_scatter";
+    case collective_kind::permute: return "ppermute";
+    default: return to_string(k);
+  }
+}
+}  // namespace detail
+
 // communication_record: one collective, as one device ran it (see collective_event).
 struct communication_record {
   collective_kind kind = collective_kind::all_reduce;
@@ -45,15 +59,7 @@ struct communication_record {
   double seconds = 0;
 
   // The plan vocabulary's name for it (psum, pmax, psum_scatter, ...; permute is ppermute).
-  std::string name() const {
-    switch (kind) {
-      case collective_kind::all_reduce:
-        return op == reduce_op::sum ? "psum" : op == reduce_op::max ? "pmax" : "pmin";
-      case collective_kind::reduce_scatter: return "psum_scatter";
-      case collective_kind::permute: return "ppermute";
-      default: return to_string(kind);
-    }
-  }
+  std::string name() const { return detail::collective_plan_name(kind, op); }
 };
 
 // communication_report: the collectives of a region, in the order they ran.

@@ -12,6 +12,7 @@
 #include "../../backend/backend.hpp"
 #include "../../backend/collective_observer.hpp"
 #include "../../backend/detail/call_site.hpp"
+#include "../communication_report.hpp"
 
 namespace typeshard {
 
@@ -98,14 +99,7 @@ class jit_recorder final : public program_listener, public collective_observer {
 }  // namespace detail
 
 inline std::string jit_step::name() const {
-  if (!collective) return "local";
-  switch (kind) {
-    case collective_kind::all_reduce:
-      return op == reduce_op::sum ? "psum" : op == reduce_op::max ? "pmax" : "pmin";
-    case collective_kind::reduce_scatter: return "psum_scatter";
-    case collective_kind::permute: return "ppermute";
-    default: return to_string(kind);
-  }
+  return collective ? detail::collective_plan_name(kind, op) : "local";
 }
 
 }  // namespace typeshard
