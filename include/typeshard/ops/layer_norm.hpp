@@ -46,8 +46,8 @@
 #include "../plan/reduce_plan.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "../plan/step.hpp"
-#include "detail/executor.hpp"
 #include "detail/row_kernels.hpp"
+#include "detail/row_steps.hpp"
 
 namespace typeshard {
 
@@ -153,27 +153,17 @@ auto layer_norm(const X& a, layer_norm_accumulator<typename X::value_type> eps,
     return result(adopt_shards, a.device_mesh(), a.extents(),
                   std::shared_ptr<const std::vector<buffer<T>>>{});
   } else {
-    std::vector<buffer<T>> out(Mesh::size);
     auto rs = std::make_shared<std::vector<buffer<A>>>(Mesh::size);
-    if (a.size() != 0) {
-      backend& b = a.device_mesh().get_backend();
-      const double scalars[1] = {static_cast<double>(eps)};
-      const step_payloads payloads{{}, std::span<const double>(scalars)};
-      for_each_position(a.device_mesh(), [&](std::size_t p) {
-        device_state<T, R> st;
-        operand_block<T, R>& x = st.in[static_cast<std::size_t>(step_operand::array)];
-        x = operand_block<T, R>(a.local_data(p).data(),
-                                spec_array_of<typename plan::out_spec, R>(), a.extents());
-        run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p,
-                                           std::span<const step<R>>(plan::steps), st, payloads);
-        out[p] = std::move(x.owned);
-        if (stats) {
+    const double scalars[1] = {static_cast<double>(eps)};
+    std::vector<buffer<T>> out = run_row_steps<typename plan::out_spec>(
+        a, std::span<const step<R>>(plan::steps),
+        step_payloads{{}, std::span<const double>(scalars)}, no_row_hook{},
+        [&](std::size_t p, device_state<T, R>& st) {
+          if (!stats) return;
           buffer<A> r(st.rows.rows());
           for (std::size_t i = 0; i < r.size(); ++i) r.data()[i] = st.rows.slot(1)[i];
           (*rs)[p] = std::move(r);
-        }
-      });
-    }
+        });
     if (stats) *stats = std::move(rs);
     return result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
   }
@@ -186,24 +176,14 @@ G layer_norm_backward(const G& g, const G& y,
                       const layer_norm_stats<typename G::value_type>& rstd) {
   using plan = layer_norm_plan_for<G, Dim>;
   using T = typename G::value_type;
-  using Mesh = typename G::mesh_type;
   constexpr std::size_t R = G::rank;
-  std::vector<buffer<T>> out(Mesh::size);
-  if (g.size() != 0) {
-    backend& b = g.device_mesh().get_backend();
-    for_each_position(g.device_mesh(), [&](std::size_t p) {
-      device_state<T, R> st;
-      operand_block<T, R>& x = st.in[static_cast<std::size_t>(step_operand::array)];
-      x = operand_block<T, R>(g.local_data(p).data(),
-                              spec_array_of<typename plan::out_spec, R>(), g.extents());
-      st.rows.y = y.local_data(p).data();
-      st.rows.rstd = (*rstd)[p].data();
-      run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p,
-                                         std::span<const step<R>>(plan::backward_steps), st);
-      out[p] = std::move(x.owned);
-    });
-  }
-  return G(adopt_shards, g.device_mesh(), g.extents(), std::move(out));
+  return G(adopt_shards, g.device_mesh(), g.extents(),
+           run_row_steps<typename plan::out_spec>(
+               g, std::span<const step<R>>(plan::backward_steps), step_payloads{},
+               [&](std::size_t p, device_state<T, R>& st) {
+                 st.rows.y = y.local_data(p).data();
+                 st.rows.rstd = (*rstd)[p].data();
+               }));
 }
 
 }  // namespace detail

@@ -26,7 +26,7 @@
 #include "../array/detail/buffer.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "../plan/step.hpp"
-#include "detail/executor.hpp"
+#include "detail/row_steps.hpp"
 
 namespace typeshard {
 
@@ -45,22 +45,9 @@ auto softmax(const A& a) {
     return result(adopt_shards, a.device_mesh(), a.extents(),
                   std::shared_ptr<const std::vector<buffer<T>>>{});
   } else {
-    std::vector<buffer<T>> out(Mesh::size);
-    backend& b = a.device_mesh().get_backend();
-    // An empty array: every block is empty (some global extent is 0, so every block's is),
-    // so there is nothing to compute and no statistic to exchange, whatever the other extents.
-    if (a.size() == 0) return result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
-    constexpr std::size_t R = arr::rank;
-    for_each_position(a.device_mesh(), [&](std::size_t p) {
-      device_state<T, R> st;
-      operand_block<T, R>& x = st.in[static_cast<std::size_t>(step_operand::array)];
-      x = operand_block<T, R>(a.local_data(p).data(),
-                              spec_array_of<typename plan::out_spec, R>(), a.extents());
-      run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p,
-                                         std::span<const step<R>>(plan::steps), st);
-      out[p] = std::move(x.owned);
-    });
-    return result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
+    return result(adopt_shards, a.device_mesh(), a.extents(),
+                  run_row_steps<typename plan::out_spec>(
+                      a, std::span<const step<arr::rank>>(plan::steps)));
   }
 }
 
