@@ -46,6 +46,7 @@
 #include "../plan/reduce_plan.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "../plan/step.hpp"
+#include "detail/forward_value.hpp"
 #include "detail/row_kernels.hpp"
 #include "detail/row_steps.hpp"
 
@@ -189,28 +190,31 @@ G layer_norm_backward(const G& g, const G& y,
 }  // namespace detail
 
 namespace detail {
-// The traced form (ops/detail/traced_layer_norm.hpp, included by ops/traced.hpp).
+// layer_norm<Dim>(x, eps) of a traced x, the forward and its recorded backward: declared here,
+// defined in ops/detail/traced_layer_norm.hpp, which ops/traced.hpp (where traced values come
+// from) includes.
 template <int Dim, class X>
 auto traced_layer_norm(const X& x, double eps);
 }  // namespace detail
 
 // layer_norm<Dim>(x, eps): (x - mean) / sqrt(var + eps) along dimension Dim (-1: the last),
-// on arrays and traced values. A function object (as std::ranges' algorithms are): argument-
-// dependent lookup never finds it, so a user's own unqualified layer_norm(x) helper called
-// with typeshard arrays stays theirs, neither ambiguous nor replaced.
+// on a global array or a traced value (global_operand). A function object (as std::ranges'
+// algorithms are): argument-dependent lookup never finds it, so a user's own unqualified
+// layer_norm(x) helper called with typeshard arrays stays theirs, neither ambiguous nor
+// replaced.
 template <int Dim = -1>
 struct layer_norm_fn {
-  template <sharded_array_like A>
-  [[nodiscard]] auto operator()(const A& a, double eps = 1e-6,
+  template <global_operand X>
+  [[nodiscard]] auto operator()(const X& x, double eps = 1e-6,
                                 detail::source_site loc = detail::source_site::current()) const {
-    const detail::call_site_scope site(loc);
-    using acc = detail::layer_norm_accumulator<typename A::value_type>;
-    return detail::layer_norm<Dim>(a, static_cast<acc>(eps), nullptr);
-  }
-  template <class X>
-    requires(!sharded_array_like<X> && requires { typename X::array_type; })
-  [[nodiscard]] auto operator()(const X& x, double eps = 1e-6) const {
-    return detail::traced_layer_norm<Dim>(x, eps);
+    if constexpr (detail::is_traced_v<X>) {
+      (void)loc;
+      return detail::traced_layer_norm<Dim>(x, eps);
+    } else {
+      const detail::call_site_scope site(loc);
+      using acc = detail::layer_norm_accumulator<typename X::value_type>;
+      return detail::layer_norm<Dim>(x, static_cast<acc>(eps), nullptr);
+    }
   }
 };
 template <int Dim = -1>

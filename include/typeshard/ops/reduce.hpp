@@ -38,6 +38,7 @@
 #include "../kernels/functors.hpp"
 #include "../plan/reduce_plan.hpp"
 #include "detail/executor.hpp"
+#include "detail/forward_value.hpp"
 #include "detail/reduce_kernel.hpp"
 
 namespace typeshard {
@@ -188,13 +189,10 @@ auto reduce_any(const X& x, source_site loc) {
 
 }  // namespace detail
 
-// What a reduction takes: a global array, a value traced by ts::value_and_grad, or (without
-// an output spec) a block inside ts::shard_map.
+// What a reduction takes: a global array, a value traced by ts::value_and_grad
+// (global_operand), or (without an output spec) a block inside ts::shard_map.
 template <class X>
-concept global_reduction_operand =
-    sharded_array_like<X> || detail::is_traced_v<std::remove_cvref_t<X>>;
-template <class X>
-concept reduction_operand = global_reduction_operand<X> || block_like<X>;
+concept reduction_operand = global_operand<X> || block_like<X>;
 
 // sum<Dims...>(x), sum<OutSpec, Dims...>(x), sum<Dims...>(out_spec, x), each with an optional
 // trailing ts::keep_dims; and the same for mean, max and min. One entry point per form for
@@ -214,22 +212,22 @@ concept reduction_operand = global_reduction_operand<X> || block_like<X>;
                           detail::source_site loc = detail::source_site::current()) {        \
     return detail::reduce_any<reduction::name, auto_out, true, Dims...>(x, loc);             \
   }                                                                                          \
-  template <spec_like OutSpec, int... Dims, global_reduction_operand X>                      \
+  template <spec_like OutSpec, int... Dims, global_operand X>                      \
   [[nodiscard]] auto name(const X& x,                                                        \
                           detail::source_site loc = detail::source_site::current()) {        \
     return detail::reduce_any<reduction::name, OutSpec, false, Dims...>(x, loc);             \
   }                                                                                          \
-  template <spec_like OutSpec, int... Dims, global_reduction_operand X>                      \
+  template <spec_like OutSpec, int... Dims, global_operand X>                      \
   [[nodiscard]] auto name(const X& x, keep_dims_t,                                           \
                           detail::source_site loc = detail::source_site::current()) {        \
     return detail::reduce_any<reduction::name, OutSpec, true, Dims...>(x, loc);              \
   }                                                                                          \
-  template <int... Dims, spec_like OutSpec, global_reduction_operand X>                      \
+  template <int... Dims, spec_like OutSpec, global_operand X>                      \
   [[nodiscard]] auto name(OutSpec, const X& x,                                               \
                           detail::source_site loc = detail::source_site::current()) {        \
     return detail::reduce_any<reduction::name, OutSpec, false, Dims...>(x, loc);             \
   }                                                                                          \
-  template <int... Dims, spec_like OutSpec, global_reduction_operand X>                      \
+  template <int... Dims, spec_like OutSpec, global_operand X>                      \
   [[nodiscard]] auto name(OutSpec, const X& x, keep_dims_t,                                  \
                           detail::source_site loc = detail::source_site::current()) {        \
     return detail::reduce_any<reduction::name, OutSpec, true, Dims...>(x, loc);              \

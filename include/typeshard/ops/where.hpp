@@ -17,9 +17,6 @@
 // compile (rule 3).
 #pragma once
 
-#include <type_traits>
-
-#include "../core/rules/rule9_gradients.hpp"
 #include "../kernels/functors.hpp"
 #include "detail/forward_value.hpp"
 #include "elementwise.hpp"
@@ -30,8 +27,7 @@ namespace typeshard {
 // traced by ts::value_and_grad beside an array or another traced value (compared as its
 // forward value: the mask is a plain array).
 template <class A>
-concept comparison_operand =
-    elementwise_operand<A> || detail::is_traced_v<std::remove_cvref_t<A>>;
+concept comparison_operand = global_operand<A> || block_like<A>;
 template <class A, class B>
 concept comparable = comparison_operand<A> && comparison_operand<B> &&
                      same_operand_kind<detail::value_t<A>, detail::value_t<B>>;

@@ -136,22 +136,23 @@ std::string describe_softmax<X, Dim>::text() {
   return "softmax backward: y * (g - rowsum(g * y)), the row sum: " +
          reshard_plan_for<S, typename S::spec>::describe();
 }
-}  // namespace detail
 
-template <int Dim = -1, traced_like X>
-[[nodiscard]] auto softmax(const X& x) {
-  auto y = typeshard::softmax<Dim>(x.value());
-  return detail::record(y, x,
-                        [y](const auto& g) { return y * (g - detail::row_sum<Dim>(g * y)); },
-                        detail::describe_softmax<X, Dim>{});
+// softmax (Log: log_softmax) along Dim of a traced x, for ops/softmax.hpp's entry points; the
+// backward y * (g - rowsum(g * y)), for log_softmax g - exp(y) * rowsum(g).
+template <bool Log, int Dim, class X>
+auto traced_softmax(const X& x) {
+  if constexpr (Log) {
+    auto y = typeshard::log_softmax<Dim>(x.value());
+    return record(
+        y, x, [y](const auto& g) { return g - typeshard::exp(y) * row_sum<Dim>(g); },
+        describe_softmax<X, Dim>{});
+  } else {
+    auto y = typeshard::softmax<Dim>(x.value());
+    return record(y, x, [y](const auto& g) { return y * (g - row_sum<Dim>(g * y)); },
+                  describe_softmax<X, Dim>{});
+  }
 }
-template <int Dim = -1, traced_like X>
-[[nodiscard]] auto log_softmax(const X& x) {
-  auto y = typeshard::log_softmax<Dim>(x.value());
-  return detail::record(
-      y, x, [y](const auto& g) { return g - typeshard::exp(y) * detail::row_sum<Dim>(g); },
-      detail::describe_softmax<X, Dim>{});
-}
+}  // namespace detail
 
 // ---- reshard and psum: the reverse reshard, the identity ---------------------------------
 
