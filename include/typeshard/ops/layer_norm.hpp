@@ -46,8 +46,9 @@
 #include "../plan/reduce_plan.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "../plan/step.hpp"
-#include "detail/executor.hpp"
+#include "detail/forward_value.hpp"
 #include "detail/row_kernels.hpp"
+#include "detail/row_steps.hpp"
 
 namespace typeshard {
 
@@ -153,27 +154,17 @@ auto layer_norm(const X& a, layer_norm_accumulator<typename X::value_type> eps,
     return result(adopt_shards, a.device_mesh(), a.extents(),
                   std::shared_ptr<const std::vector<buffer<T>>>{});
   } else {
-    std::vector<buffer<T>> out(Mesh::size);
     auto rs = std::make_shared<std::vector<buffer<A>>>(Mesh::size);
-    if (a.size() != 0) {
-      backend& b = a.device_mesh().get_backend();
-      const double scalars[1] = {static_cast<double>(eps)};
-      const step_payloads payloads{{}, std::span<const double>(scalars)};
-      for_each_position(a.device_mesh(), [&](std::size_t p) {
-        device_state<T, R> st;
-        operand_block<T, R>& x = st.in[static_cast<std::size_t>(step_operand::array)];
-        x = operand_block<T, R>(a.local_data(p).data(),
-                                spec_array_of<typename plan::out_spec, R>(), a.extents());
-        run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p,
-                                           std::span<const step<R>>(plan::steps), st, payloads);
-        out[p] = std::move(x.owned);
-        if (stats) {
+    const double scalars[1] = {static_cast<double>(eps)};
+    std::vector<buffer<T>> out = run_row_steps<typename plan::out_spec>(
+        a, std::span<const step<R>>(plan::steps),
+        step_payloads{{}, std::span<const double>(scalars)}, no_row_hook{},
+        [&](std::size_t p, device_state<T, R>& st) {
+          if (!stats) return;
           buffer<A> r(st.rows.rows());
           for (std::size_t i = 0; i < r.size(); ++i) r.data()[i] = st.rows.slot(1)[i];
           (*rs)[p] = std::move(r);
-        }
-      });
-    }
+        });
     if (stats) *stats = std::move(rs);
     return result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
   }
@@ -186,51 +177,44 @@ G layer_norm_backward(const G& g, const G& y,
                       const layer_norm_stats<typename G::value_type>& rstd) {
   using plan = layer_norm_plan_for<G, Dim>;
   using T = typename G::value_type;
-  using Mesh = typename G::mesh_type;
   constexpr std::size_t R = G::rank;
-  std::vector<buffer<T>> out(Mesh::size);
-  if (g.size() != 0) {
-    backend& b = g.device_mesh().get_backend();
-    for_each_position(g.device_mesh(), [&](std::size_t p) {
-      device_state<T, R> st;
-      operand_block<T, R>& x = st.in[static_cast<std::size_t>(step_operand::array)];
-      x = operand_block<T, R>(g.local_data(p).data(),
-                              spec_array_of<typename plan::out_spec, R>(), g.extents());
-      st.rows.y = y.local_data(p).data();
-      st.rows.rstd = (*rstd)[p].data();
-      run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p,
-                                         std::span<const step<R>>(plan::backward_steps), st);
-      out[p] = std::move(x.owned);
-    });
-  }
-  return G(adopt_shards, g.device_mesh(), g.extents(), std::move(out));
+  return G(adopt_shards, g.device_mesh(), g.extents(),
+           run_row_steps<typename plan::out_spec>(
+               g, std::span<const step<R>>(plan::backward_steps), step_payloads{},
+               [&](std::size_t p, device_state<T, R>& st) {
+                 st.rows.y = y.local_data(p).data();
+                 st.rows.rstd = (*rstd)[p].data();
+               }));
 }
 
 }  // namespace detail
 
 namespace detail {
-// The traced form (ops/detail/traced_layer_norm.hpp, included by ops/traced.hpp).
+// layer_norm<Dim>(x, eps) of a traced x, the forward and its recorded backward: declared here,
+// defined in ops/detail/traced_layer_norm.hpp, which ops/traced.hpp (where traced values come
+// from) includes.
 template <int Dim, class X>
 auto traced_layer_norm(const X& x, double eps);
 }  // namespace detail
 
 // layer_norm<Dim>(x, eps): (x - mean) / sqrt(var + eps) along dimension Dim (-1: the last),
-// on arrays and traced values. A function object (as std::ranges' algorithms are): argument-
-// dependent lookup never finds it, so a user's own unqualified layer_norm(x) helper called
-// with typeshard arrays stays theirs, neither ambiguous nor replaced.
+// on a global array or a traced value (global_operand). A function object (as std::ranges'
+// algorithms are): argument-dependent lookup never finds it, so a user's own unqualified
+// layer_norm(x) helper called with typeshard arrays stays theirs, neither ambiguous nor
+// replaced.
 template <int Dim = -1>
 struct layer_norm_fn {
-  template <sharded_array_like A>
-  [[nodiscard]] auto operator()(const A& a, double eps = 1e-6,
+  template <global_operand X>
+  [[nodiscard]] auto operator()(const X& x, double eps = 1e-6,
                                 detail::source_site loc = detail::source_site::current()) const {
-    const detail::call_site_scope site(loc);
-    using acc = detail::layer_norm_accumulator<typename A::value_type>;
-    return detail::layer_norm<Dim>(a, static_cast<acc>(eps), nullptr);
-  }
-  template <class X>
-    requires(!sharded_array_like<X> && requires { typename X::array_type; })
-  [[nodiscard]] auto operator()(const X& x, double eps = 1e-6) const {
-    return detail::traced_layer_norm<Dim>(x, eps);
+    if constexpr (detail::is_traced_v<X>) {
+      (void)loc;
+      return detail::traced_layer_norm<Dim>(x, eps);
+    } else {
+      const detail::call_site_scope site(loc);
+      using acc = detail::layer_norm_accumulator<typename X::value_type>;
+      return detail::layer_norm<Dim>(x, static_cast<acc>(eps), nullptr);
+    }
   }
 };
 template <int Dim = -1>

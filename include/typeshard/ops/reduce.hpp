@@ -33,10 +33,12 @@
 #include "../array/sharded_array.hpp"
 #include "../backend/backend.hpp"
 #include "../core/layout.hpp"
+#include "../core/rules/rule9_gradients.hpp"
 #include "../array/detail/buffer.hpp"
 #include "../kernels/functors.hpp"
 #include "../plan/reduce_plan.hpp"
 #include "detail/executor.hpp"
+#include "detail/forward_value.hpp"
 #include "detail/reduce_kernel.hpp"
 
 namespace typeshard {
@@ -163,56 +165,72 @@ auto reduce_block_local(const B& b) {
   }
 }
 
+// The reductions' rules on traced values (the forward through the plan above, the backward
+// recorded): declared here, defined in ops/detail/traced_reduce.hpp, which ops/traced.hpp
+// (where traced values come from) includes.
+template <reduction Op, class OutSpec, bool KeepDims, int... Dims, class X>
+auto traced_reduction(const X& x);
+
+// Op over Dims of x (with OutSpec unless auto_out), by x's kind: a global array's plan run, a
+// block's local reduction, a traced value's forward and recorded backward.
+template <reduction Op, class OutSpec, bool KeepDims, int... Dims, class X>
+auto reduce_any(const X& x, source_site loc) {
+  if constexpr (block_like<X>) {
+    (void)loc;
+    return reduce_block_local<Op, KeepDims, Dims...>(x);
+  } else if constexpr (is_traced_v<X>) {
+    (void)loc;
+    return traced_reduction<Op, OutSpec, KeepDims, Dims...>(x);
+  } else {
+    const call_site_scope site(loc);
+    return reduce<Op, OutSpec, KeepDims, Dims...>(x);
+  }
+}
+
 }  // namespace detail
 
+// What a reduction takes: a global array, a value traced by ts::value_and_grad
+// (global_operand), or (without an output spec) a block inside ts::shard_map.
+template <class X>
+concept reduction_operand = global_operand<X> || block_like<X>;
+
 // sum<Dims...>(x), sum<OutSpec, Dims...>(x), sum<Dims...>(out_spec, x), each with an optional
-// trailing ts::keep_dims; and the same for mean, max and min. On a block inside ts::shard_map:
-// sum<Dims...>(b) and sum<Dims...>(b, ts::keep_dims), over the block's own elements (local,
-// no collective: follow with ts::psum<"x"> / ts::pmax<"x"> for the reduction over devices).
+// trailing ts::keep_dims; and the same for mean, max and min. One entry point per form for
+// every operand kind (detail::reduce_any). On a block inside ts::shard_map: sum<Dims...>(b)
+// and sum<Dims...>(b, ts::keep_dims), over the block's own elements (local, no collective:
+// follow with ts::psum<"x"> / ts::pmax<"x"> for the reduction over devices). On a traced
+// value: the array's forward; the backward broadcasts the cotangent back (sum, mean) or
+// gives it to the extrema, ties sharing it (max, min); an output spec reshards after.
 #define TYPESHARD_REDUCTION(name)                                                            \
-  template <int... Dims, sharded_array_like A>                                               \
-  [[nodiscard]] auto name(const A& a,                                                        \
+  template <int... Dims, reduction_operand X>                                                \
+  [[nodiscard]] auto name(const X& x,                                                        \
                           detail::source_site loc = detail::source_site::current()) {        \
-    const detail::call_site_scope site(loc);                                                 \
-    return detail::reduce<reduction::name, auto_out, false, Dims...>(a);                     \
+    return detail::reduce_any<reduction::name, auto_out, false, Dims...>(x, loc);            \
   }                                                                                          \
-  template <int... Dims, sharded_array_like A>                                               \
-  [[nodiscard]] auto name(const A& a, keep_dims_t,                                           \
+  template <int... Dims, reduction_operand X>                                                \
+  [[nodiscard]] auto name(const X& x, keep_dims_t,                                           \
                           detail::source_site loc = detail::source_site::current()) {        \
-    const detail::call_site_scope site(loc);                                                 \
-    return detail::reduce<reduction::name, auto_out, true, Dims...>(a);                      \
+    return detail::reduce_any<reduction::name, auto_out, true, Dims...>(x, loc);             \
   }                                                                                          \
-  template <spec_like OutSpec, int... Dims, sharded_array_like A>                            \
-  [[nodiscard]] auto name(const A& a,                                                        \
+  template <spec_like OutSpec, int... Dims, global_operand X>                      \
+  [[nodiscard]] auto name(const X& x,                                                        \
                           detail::source_site loc = detail::source_site::current()) {        \
-    const detail::call_site_scope site(loc);                                                 \
-    return detail::reduce<reduction::name, OutSpec, false, Dims...>(a);                      \
+    return detail::reduce_any<reduction::name, OutSpec, false, Dims...>(x, loc);             \
   }                                                                                          \
-  template <spec_like OutSpec, int... Dims, sharded_array_like A>                            \
-  [[nodiscard]] auto name(const A& a, keep_dims_t,                                           \
+  template <spec_like OutSpec, int... Dims, global_operand X>                      \
+  [[nodiscard]] auto name(const X& x, keep_dims_t,                                           \
                           detail::source_site loc = detail::source_site::current()) {        \
-    const detail::call_site_scope site(loc);                                                 \
-    return detail::reduce<reduction::name, OutSpec, true, Dims...>(a);                       \
+    return detail::reduce_any<reduction::name, OutSpec, true, Dims...>(x, loc);              \
   }                                                                                          \
-  template <int... Dims, spec_like OutSpec, sharded_array_like A>                            \
-  [[nodiscard]] auto name(OutSpec, const A& a,                                               \
+  template <int... Dims, spec_like OutSpec, global_operand X>                      \
+  [[nodiscard]] auto name(OutSpec, const X& x,                                               \
                           detail::source_site loc = detail::source_site::current()) {        \
-    const detail::call_site_scope site(loc);                                                 \
-    return detail::reduce<reduction::name, OutSpec, false, Dims...>(a);                      \
+    return detail::reduce_any<reduction::name, OutSpec, false, Dims...>(x, loc);             \
   }                                                                                          \
-  template <int... Dims, spec_like OutSpec, sharded_array_like A>                            \
-  [[nodiscard]] auto name(OutSpec, const A& a, keep_dims_t,                                  \
+  template <int... Dims, spec_like OutSpec, global_operand X>                      \
+  [[nodiscard]] auto name(OutSpec, const X& x, keep_dims_t,                                  \
                           detail::source_site loc = detail::source_site::current()) {        \
-    const detail::call_site_scope site(loc);                                                 \
-    return detail::reduce<reduction::name, OutSpec, true, Dims...>(a);                       \
-  }                                                                                          \
-  template <int... Dims, block_like B>                                                       \
-  [[nodiscard]] auto name(const B& b) {                                                      \
-    return detail::reduce_block_local<reduction::name, false, Dims...>(b);                   \
-  }                                                                                          \
-  template <int... Dims, block_like B>                                                       \
-  [[nodiscard]] auto name(const B& b, keep_dims_t) {                                         \
-    return detail::reduce_block_local<reduction::name, true, Dims...>(b);                    \
+    return detail::reduce_any<reduction::name, OutSpec, true, Dims...>(x, loc);              \
   }
 TYPESHARD_REDUCTION(sum)
 TYPESHARD_REDUCTION(mean)

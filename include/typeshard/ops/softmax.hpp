@@ -26,7 +26,8 @@
 #include "../array/detail/buffer.hpp"
 #include "../plan/softmax_plan.hpp"
 #include "../plan/step.hpp"
-#include "detail/executor.hpp"
+#include "detail/forward_value.hpp"
+#include "detail/row_steps.hpp"
 
 namespace typeshard {
 
@@ -45,40 +46,45 @@ auto softmax(const A& a) {
     return result(adopt_shards, a.device_mesh(), a.extents(),
                   std::shared_ptr<const std::vector<buffer<T>>>{});
   } else {
-    std::vector<buffer<T>> out(Mesh::size);
-    backend& b = a.device_mesh().get_backend();
-    // An empty array: every block is empty (some global extent is 0, so every block's is),
-    // so there is nothing to compute and no statistic to exchange, whatever the other extents.
-    if (a.size() == 0) return result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
-    constexpr std::size_t R = arr::rank;
-    for_each_position(a.device_mesh(), [&](std::size_t p) {
-      device_state<T, R> st;
-      operand_block<T, R>& x = st.in[static_cast<std::size_t>(step_operand::array)];
-      x = operand_block<T, R>(a.local_data(p).data(),
-                              spec_array_of<typename plan::out_spec, R>(), a.extents());
-      run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p,
-                                         std::span<const step<R>>(plan::steps), st);
-      out[p] = std::move(x.owned);
-    });
-    return result(adopt_shards, a.device_mesh(), a.extents(), std::move(out));
+    return result(adopt_shards, a.device_mesh(), a.extents(),
+                  run_row_steps<typename plan::out_spec>(
+                      a, std::span<const step<arr::rank>>(plan::steps)));
+  }
+}
+
+// softmax (Log: log_softmax) along Dim of a traced x, the forward and its recorded backward:
+// declared here, defined in ops/detail/traced_reduce.hpp, which ops/traced.hpp (where traced
+// values come from) includes.
+template <bool Log, int Dim, class X>
+auto traced_softmax(const X& x);
+
+// softmax (Log: log_softmax) along Dim of x, by x's kind: a global array's plan run, a traced
+// value's forward and recorded backward.
+template <bool Log, int Dim, class X>
+auto softmax_any(const X& x, source_site loc) {
+  if constexpr (is_traced_v<X>) {
+    (void)loc;
+    return traced_softmax<Log, Dim>(x);
+  } else {
+    const call_site_scope site(loc);
+    return softmax<Log, Dim>(x);
   }
 }
 
 }  // namespace detail
 
-// softmax<Dim>(x): exp(x - max) / sum(exp(x - max)) along dimension Dim (-1: the last).
-template <int Dim = -1, sharded_array_like A>
-[[nodiscard]] auto softmax(const A& a, detail::source_site loc = detail::source_site::current()) {
-  const detail::call_site_scope site(loc);
-  return detail::softmax<false, Dim>(a);
+// softmax<Dim>(x): exp(x - max) / sum(exp(x - max)) along dimension Dim (-1: the last), on a
+// global array or a traced value (global_operand).
+template <int Dim = -1, global_operand X>
+[[nodiscard]] auto softmax(const X& x, detail::source_site loc = detail::source_site::current()) {
+  return detail::softmax_any<false, Dim>(x, loc);
 }
 
 // log_softmax<Dim>(x): (x - max) - log(sum(exp(x - max))) along dimension Dim.
-template <int Dim = -1, sharded_array_like A>
+template <int Dim = -1, global_operand X>
 [[nodiscard]]
-auto log_softmax(const A& a, detail::source_site loc = detail::source_site::current()) {
-  const detail::call_site_scope site(loc);
-  return detail::softmax<true, Dim>(a);
+auto log_softmax(const X& x, detail::source_site loc = detail::source_site::current()) {
+  return detail::softmax_any<true, Dim>(x, loc);
 }
 
 }  // namespace typeshard

@@ -1,5 +1,5 @@
-// typeshard/ops/where.hpp: comparisons (a mask) and ts::where, on global arrays and on blocks
-// inside ts::shard_map (on traced values in ops/detail/traced_functions.hpp).
+// typeshard/ops/where.hpp: comparisons (a mask) and ts::where, on global arrays, on blocks
+// inside ts::shard_map and on traced values (where's backward in ops/detail/traced_functions.hpp).
 //
 //   auto m = x > 0.0f;                  // or ts::greater(x, 0.0f): a mask, x's spec
 //   auto k = ts::less(x, y);            // arrays, broadcast as + does (rule 5)
@@ -18,24 +18,35 @@
 #pragma once
 
 #include "../kernels/functors.hpp"
+#include "detail/forward_value.hpp"
 #include "elementwise.hpp"
 
 namespace typeshard {
 
+// A comparison's operands: two arrays or two blocks (a scalar beside either), or a value
+// traced by ts::value_and_grad beside an array or another traced value (compared as its
+// forward value: the mask is a plain array).
+template <class A>
+concept comparison_operand = global_operand<A> || block_like<A>;
+template <class A, class B>
+concept comparable = comparison_operand<A> && comparison_operand<B> &&
+                     same_operand_kind<detail::value_t<A>, detail::value_t<B>>;
+
 // less(a, b), less(a, s), less(s, a), and the others alike.
 #define TYPESHARD_COMPARISON(name)                                                           \
-  template <elementwise_operand A, elementwise_operand B>                                   \
-    requires same_operand_kind<A, B>                                                        \
-  [[nodiscard]] auto name(const A& a, const B& b) {                                         \
-    return detail::zip_op<false>(a, b, fn::name, #name);                                     \
-  }                                                                                         \
-  template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto name(const A& a, detail::scalar_arg<A> s) {                            \
-    return detail::map_nonlinear(a, fn::with_scalar{fn::name, s});                          \
-  }                                                                                         \
-  template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto name(detail::scalar_arg<A> s, const A& a) {                            \
-    return detail::map_nonlinear(a, detail::scalar_first<fn::name##_t, detail::scalar_of<A>>{s}); \
+  template <comparison_operand A, comparison_operand B>                                      \
+    requires comparable<A, B>                                                                \
+  [[nodiscard]] auto name(const A& a, const B& b) {                                          \
+    return detail::zip_op<false>(detail::value_of(a), detail::value_of(b), fn::name, #name); \
+  }                                                                                          \
+  template <comparison_operand A>                                                            \
+  [[nodiscard]] auto name(const A& a, detail::scalar_arg<A> s) {                             \
+    return detail::map_nonlinear(detail::value_of(a), fn::with_scalar{fn::name, s});         \
+  }                                                                                          \
+  template <comparison_operand A>                                                            \
+  [[nodiscard]] auto name(detail::scalar_arg<A> s, const A& a) {                             \
+    using first = detail::scalar_first<fn::name##_t, detail::scalar_of<A>>;                  \
+    return detail::map_nonlinear(detail::value_of(a), first{s});                             \
   }
 TYPESHARD_COMPARISON(less)
 TYPESHARD_COMPARISON(less_equal)
@@ -47,18 +58,18 @@ TYPESHARD_COMPARISON(not_equal)
 
 // The orderings as operators: a < b, a < s, s < a (and <=, >, >=).
 #define TYPESHARD_COMPARISON_OPERATOR(op, name)                                              \
-  template <elementwise_operand A, elementwise_operand B>                                   \
-    requires same_operand_kind<A, B>                                                        \
-  [[nodiscard]] auto operator op(const A& a, const B& b) {                                  \
-    return name(a, b);                                                                      \
-  }                                                                                         \
-  template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto operator op(const A& a, detail::scalar_arg<A> s) {                     \
-    return name(a, s);                                                                      \
-  }                                                                                         \
-  template <elementwise_operand A>                                                          \
-  [[nodiscard]] auto operator op(detail::scalar_arg<A> s, const A& a) {                     \
-    return name(s, a);                                                                      \
+  template <comparison_operand A, comparison_operand B>                                      \
+    requires comparable<A, B>                                                                \
+  [[nodiscard]] auto operator op(const A& a, const B& b) {                                   \
+    return name(a, b);                                                                       \
+  }                                                                                          \
+  template <comparison_operand A>                                                            \
+  [[nodiscard]] auto operator op(const A& a, detail::scalar_arg<A> s) {                      \
+    return name(a, s);                                                                       \
+  }                                                                                          \
+  template <comparison_operand A>                                                            \
+  [[nodiscard]] auto operator op(detail::scalar_arg<A> s, const A& a) {                      \
+    return name(s, a);                                                                       \
   }
 TYPESHARD_COMPARISON_OPERATOR(<, less)
 TYPESHARD_COMPARISON_OPERATOR(<=, less_equal)

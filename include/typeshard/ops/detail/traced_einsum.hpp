@@ -34,6 +34,20 @@ auto einsum_transpose(const G& g, const Other& other) {
     return typeshard::einsum<T, typename Operand::spec>(g, other);
 }
 
+// The description of one operand's backward, X's: the einsum T (S transposed for X) of the
+// cotangent G and the other operand's value Other, then where its result goes.
+template <einsum_subscripts T, class X, class G, class Other>
+std::string describe_einsum_operand(const char* operand, const char* other) {
+  using XV = value_t<X>;
+  using plan = einsum_transpose_plan<T, XV, G, Other>;
+  using raw =
+      decltype(einsum_transpose<T, XV>(std::declval<const G&>(), std::declval<const Other&>()));
+  std::string out = "\n  d ";
+  out.append(operand).append(" = einsum ").append(T.view()).append("(d out, ").append(other);
+  out.append("): ").append(plan::describe()).append("\n").append(delivery_description<X, raw>());
+  return out;
+}
+
 // The description of the backward of an einsum S whose forward result is of type R, for
 // ts::backward_plans (record's describer).
 template <einsum_subscripts S, class R, class A, class B>
@@ -42,45 +56,54 @@ struct describe_einsum {
 };
 template <einsum_subscripts S, class R, class A, class B>
 std::string describe_einsum<S, R, A, B>::text() {
-  using AV = value_t<A>;
-  using BV = value_t<B>;
   using G = cotangent_t<R>;
   // Built with append: g++ 12 at -O3 warns falsely (-Warray-bounds) on `"..." + string`.
   std::string out = "einsum ";
   out.append(S.view()).append(" backward (d out: ").append(G::spec::to_string()).append(")");
-  if constexpr (traced_like<A>) {
-    constexpr einsum_subscripts T = einsum_lhs_transpose<S>;
-    using plan = einsum_transpose_plan<T, AV, G, BV>;
-    using raw =
-        decltype(einsum_transpose<T, AV>(std::declval<const G&>(), std::declval<const BV&>()));
-    out.append("\n  d lhs = einsum ").append(T.view()).append("(d out, rhs): ");
-    out.append(plan::describe()).append("\n").append(delivery_description<A, raw>());
-  }
-  if constexpr (traced_like<B>) {
-    constexpr einsum_subscripts T = einsum_rhs_transpose<S>;
-    using plan = einsum_transpose_plan<T, BV, G, AV>;
-    using raw =
-        decltype(einsum_transpose<T, BV>(std::declval<const G&>(), std::declval<const AV&>()));
-    out.append("\n  d rhs = einsum ").append(T.view()).append("(d out, lhs): ");
-    out.append(plan::describe()).append("\n").append(delivery_description<B, raw>());
-  }
+  if constexpr (traced_like<A>)
+    out.append(describe_einsum_operand<einsum_lhs_transpose<S>, A, G, value_t<B>>("lhs", "rhs"));
+  if constexpr (traced_like<B>)
+    out.append(describe_einsum_operand<einsum_rhs_transpose<S>, B, G, value_t<A>>("rhs", "lhs"));
   return out;
 }
 
-// Records the contraction S of traced a and b whose forward result is `value` (the array
-// ts::einsum's or ts::matmul's): each operand's cotangent is the einsum with the transposed
-// equation (einsum_transpose).
-template <einsum_subscripts S, class R, class A, class B>
-auto record_einsum(R value, const A& a, const B& b) {
-  using AV = value_t<A>;
-  using BV = value_t<B>;
-  const AV& av = value_of(a);
-  const BV& bv = value_of(b);
+// The transpose rule of a contraction in the element type of its operands: operand X's
+// cotangent is the einsum with the transposed equation Tr (einsum_transpose).
+struct einsum_transpose_rule {
+  template <einsum_subscripts Tr, class X, class G, class Other>
+  static auto of(const G& g, const Other& other) {
+    return einsum_transpose<Tr, value_t<X>>(g, other);
+  }
+};
+
+// Records the contraction S of a and b (one of them traced) whose forward result is `value`
+// (the array ts::einsum's or ts::matmul's): each operand X's cotangent is
+// Transpose::of<Tr, X>(g, other), Tr the equation transposed for that operand.
+template <einsum_subscripts S, class Transpose, class R, class A, class B, class Describe>
+auto record_contraction(R value, const A& a, const B& b, Describe describe) {
+  const auto& av = value_of(a);
+  const auto& bv = value_of(b);
   return record(
       std::move(value), a, b,
-      [bv](const auto& g) { return einsum_transpose<einsum_lhs_transpose<S>, AV>(g, bv); },
-      [av](const auto& g) { return einsum_transpose<einsum_rhs_transpose<S>, BV>(g, av); },
-      describe_einsum<S, R, A, B>{});
+      [bv](const auto& g) { return Transpose::template of<einsum_lhs_transpose<S>, A>(g, bv); },
+      [av](const auto& g) { return Transpose::template of<einsum_rhs_transpose<S>, B>(g, av); },
+      describe);
+}
+
+// The traced result of a contraction whose diagnostic fired (here, or in the forward on the
+// arrays, whose result is `value`): a value of a well-formed type, recording nothing.
+template <class R, class A, class B>
+auto unrecorded_contraction(R value, const A& a, const B& b) {
+  return traced<R, grad_contributions<>, -1, plans_of<A, B>()>(std::move(value), tape_of(a, b),
+                                                               nullptr);
+}
+
+// Whether each traced operand of the contraction S has a gradient (rule 9; fires it if not).
+template <einsum_subscripts S, class A, class B>
+constexpr bool einsum_differentiable() {
+  constexpr bool lhs_ok = !traced_like<A> || einsum_check_differentiable<S, true>();
+  constexpr bool rhs_ok = !traced_like<B> || einsum_check_differentiable<S, false>();
+  return lhs_ok && rhs_ok;
 }
 
 }  // namespace detail
@@ -91,21 +114,14 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class
 [[nodiscard]] auto einsum(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
-  const AV& av = detail::value_of(a);
-  const BV& bv = detail::value_of(b);
-  using forward = decltype(typeshard::einsum<Subscripts, OutSpec>(av, bv));
-  constexpr bool lhs_ok =
-      !traced_like<A> || detail::einsum_check_differentiable<Subscripts, true>();
-  constexpr bool rhs_ok =
-      !traced_like<B> || detail::einsum_check_differentiable<Subscripts, false>();
-  if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> || !lhs_ok || !rhs_ok) {
-    // A diagnostic fired (here, or in the forward einsum): a value of a well-formed type.
-    return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
-        typeshard::einsum<Subscripts, OutSpec>(av, bv), detail::tape_of(a, b), nullptr);
-  } else {
-    return detail::record_einsum<Subscripts>(typeshard::einsum<Subscripts, OutSpec>(av, bv), a,
-                                             b);
-  }
+  auto value = typeshard::einsum<Subscripts, OutSpec>(detail::value_of(a), detail::value_of(b));
+  using R = decltype(value);
+  if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> ||
+                !detail::einsum_differentiable<Subscripts, A, B>())
+    return detail::unrecorded_contraction(std::move(value), a, b);
+  else
+    return detail::record_contraction<Subscripts, detail::einsum_transpose_rule>(
+        std::move(value), a, b, detail::describe_einsum<Subscripts, R, A, B>{});
 }
 
 // matmul<OutSpec>(a, b) with a traced operand: forward, ts::matmul on the arrays (its plan
@@ -117,16 +133,14 @@ template <class OutSpec = auto_out, class A, class B>
 [[nodiscard]] auto matmul(const A& a, const B& b) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
-  const AV& av = detail::value_of(a);
-  const BV& bv = detail::value_of(b);
-  using forward = decltype(typeshard::matmul<OutSpec>(av, bv));
+  auto value = typeshard::matmul<OutSpec>(detail::value_of(a), detail::value_of(b));
+  using R = decltype(value);
   if constexpr (!matmul_valid<AV, BV, OutSpec>) {
-    // ts::matmul on the arrays fires its diagnostic; a value of a well-formed type.
-    return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
-        typeshard::matmul<OutSpec>(av, bv), detail::tape_of(a, b), nullptr);
+    return detail::unrecorded_contraction(std::move(value), a, b);
   } else {
-    return detail::record_einsum<detail::matmul_subscripts<AV::rank>()>(
-        typeshard::matmul<OutSpec>(av, bv), a, b);
+    constexpr einsum_subscripts S = detail::matmul_subscripts<AV::rank>();
+    return detail::record_contraction<S, detail::einsum_transpose_rule>(
+        std::move(value), a, b, detail::describe_einsum<S, R, A, B>{});
   }
 }
 

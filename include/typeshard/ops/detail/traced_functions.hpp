@@ -1,7 +1,7 @@
 // typeshard/ops/detail/traced_functions.hpp: sigmoid, softplus, gelu, rsqrt, pow, clip, argmax,
-// argmin, the comparisons, ts::take and ts::where on traced values (see ops/traced.hpp), each
-// with its gradient; a comparison gives a plain mask and argmax / argmin a plain index (no
-// gradient flows through them).
+// argmin, ts::take and ts::where on traced values (see ops/traced.hpp), each with its gradient;
+// argmax / argmin give a plain index (no gradient flows through them; nor through a
+// comparison, ops/where.hpp, which reads a traced value's forward value).
 #pragma once
 
 #include <cmath>
@@ -124,50 +124,6 @@ template <traced_like X>
   using T = detail::scalar_t<X>;
   return detail::traced_unary(x, typeshard::clip(x.value(), lo, hi), fn::clip_grad_t<T>{lo, hi});
 }
-
-// ---- comparisons: a plain mask of the forward values ---------------------------------------
-
-#define TYPESHARD_TRACED_COMPARISON(name)                                                    \
-  template <class A, class B>                                                               \
-    requires traced_operands<A, B>                                                          \
-  [[nodiscard]] auto name(const A& a, const B& b) {                                         \
-    return typeshard::name(detail::value_of(a), detail::value_of(b));                       \
-  }                                                                                         \
-  template <traced_like X>                                                                  \
-  [[nodiscard]] auto name(const X& x, detail::scalar_arg_t<X> s) {                          \
-    return typeshard::name(x.value(), s);                                                   \
-  }                                                                                         \
-  template <traced_like X>                                                                  \
-  [[nodiscard]] auto name(detail::scalar_arg_t<X> s, const X& x) {                          \
-    return typeshard::name(s, x.value());                                                   \
-  }
-TYPESHARD_TRACED_COMPARISON(less)
-TYPESHARD_TRACED_COMPARISON(less_equal)
-TYPESHARD_TRACED_COMPARISON(greater)
-TYPESHARD_TRACED_COMPARISON(greater_equal)
-TYPESHARD_TRACED_COMPARISON(equal)
-TYPESHARD_TRACED_COMPARISON(not_equal)
-#undef TYPESHARD_TRACED_COMPARISON
-
-#define TYPESHARD_TRACED_COMPARISON_OPERATOR(op, name)                                       \
-  template <class A, class B>                                                               \
-    requires traced_operands<A, B>                                                          \
-  [[nodiscard]] auto operator op(const A& a, const B& b) {                                  \
-    return name(a, b);                                                                      \
-  }                                                                                         \
-  template <traced_like X>                                                                  \
-  [[nodiscard]] auto operator op(const X& x, detail::scalar_arg_t<X> s) {                   \
-    return name(x, s);                                                                      \
-  }                                                                                         \
-  template <traced_like X>                                                                  \
-  [[nodiscard]] auto operator op(detail::scalar_arg_t<X> s, const X& x) {                   \
-    return name(s, x);                                                                      \
-  }
-TYPESHARD_TRACED_COMPARISON_OPERATOR(<, less)
-TYPESHARD_TRACED_COMPARISON_OPERATOR(<=, less_equal)
-TYPESHARD_TRACED_COMPARISON_OPERATOR(>, greater)
-TYPESHARD_TRACED_COMPARISON_OPERATOR(>=, greater_equal)
-#undef TYPESHARD_TRACED_COMPARISON_OPERATOR
 
 // ---- argmax, argmin: the index of the forward value (no gradient) --------------------------
 

@@ -36,6 +36,7 @@
 #include "../astype.hpp"
 #include "../einsum.hpp"
 #include "../matmul.hpp"
+#include "traced_einsum.hpp"
 #include "traced_value.hpp"
 
 namespace typeshard {
@@ -50,44 +51,31 @@ inline std::string describe_mixed_einsum() {
          "preferred element, resharded to the operand's spec in it, then cast";
 }
 
-// d operand (of type Operand, element T) = einsum<Tr>(g as T, other) accumulated in U,
-// resharded to the operand's spec in U, rounded to T; for a cast leaf (CastLeaf) the
-// accumulated einsum in U itself (the cast leaf's sink keeps its unreduced axes).
-template <einsum_subscripts Tr, class Operand, class U, bool CastLeaf, class G, class Other>
-auto mixed_einsum_transpose(const G& g, const Other& other) {
-  using T = typename Operand::value_type;
-  const auto gt = typeshard::astype<T>(g);
-  using GT = std::remove_cvref_t<decltype(gt)>;
-  if constexpr (CastLeaf && einsum_valid<Tr, GT, Other>)
-    return typeshard::einsum<Tr>(gt, other, preferred_element<U>);
-  else if constexpr (CastLeaf)
-    return typeshard::einsum<Tr, typename Operand::spec>(gt, other, preferred_element<U>);
-  else if constexpr (einsum_valid<Tr, GT, Other>)
-    return typeshard::astype<T>(typeshard::reshard<typename Operand::spec>(
-        typeshard::einsum<Tr>(gt, other, preferred_element<U>)));
-  else
-    return typeshard::astype<T>(typeshard::einsum<Tr, typename Operand::spec>(
-        gt, other, preferred_element<U>));
-}
-
-// Records the contraction S (preferred element U) of traced a and b whose forward result is
-// `value` (the array ts::einsum's or ts::matmul's), with mixed_einsum_transpose backwards.
-template <einsum_subscripts S, class U, class R, class A, class B>
-auto record_mixed_einsum(R value, const A& a, const B& b) {
-  using AV = value_t<A>;
-  using BV = value_t<B>;
-  const AV& av = value_of(a);
-  const BV& bv = value_of(b);
-  return record(
-      std::move(value), a, b,
-      [bv](const auto& g) {
-        return mixed_einsum_transpose<einsum_lhs_transpose<S>, AV, U, is_cast_leaf_v<A>>(g, bv);
-      },
-      [av](const auto& g) {
-        return mixed_einsum_transpose<einsum_rhs_transpose<S>, BV, U, is_cast_leaf_v<B>>(g, av);
-      },
-      &describe_mixed_einsum);
-}
+// The transpose rule of a contraction with preferred element U: d operand X (element T) =
+// einsum<Tr>(g as T, other) accumulated in U, resharded to the operand's spec in U, rounded
+// to T; for a cast leaf X the accumulated einsum in U itself (the cast leaf's sink keeps its
+// unreduced axes).
+template <class U>
+struct mixed_transpose_rule {
+  template <einsum_subscripts Tr, class X, class G, class Other>
+  static auto of(const G& g, const Other& other) {
+    using Operand = value_t<X>;
+    using T = typename Operand::value_type;
+    constexpr bool cast_leaf = is_cast_leaf_v<X>;
+    const auto gt = typeshard::astype<T>(g);
+    using GT = std::remove_cvref_t<decltype(gt)>;
+    if constexpr (cast_leaf && einsum_valid<Tr, GT, Other>)
+      return typeshard::einsum<Tr>(gt, other, preferred_element<U>);
+    else if constexpr (cast_leaf)
+      return typeshard::einsum<Tr, typename Operand::spec>(gt, other, preferred_element<U>);
+    else if constexpr (einsum_valid<Tr, GT, Other>)
+      return typeshard::astype<T>(typeshard::reshard<typename Operand::spec>(
+          typeshard::einsum<Tr>(gt, other, preferred_element<U>)));
+    else
+      return typeshard::astype<T>(typeshard::einsum<Tr, typename Operand::spec>(
+          gt, other, preferred_element<U>));
+  }
+};
 }  // namespace detail
 
 // astype<U>(x) on a traced x: the cast, whose backward casts the cotangent back (x itself when
@@ -115,23 +103,18 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class
 [[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U> pe) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
-  const AV& av = detail::value_of(a);
-  const BV& bv = detail::value_of(b);
-  using forward = decltype(typeshard::einsum<Subscripts, OutSpec>(av, bv, pe));
-  constexpr bool lhs_ok =
-      !traced_like<A> || detail::einsum_check_differentiable<Subscripts, true>();
-  constexpr bool rhs_ok =
-      !traced_like<B> || detail::einsum_check_differentiable<Subscripts, false>();
   if constexpr (std::is_same_v<typename AV::value_type, U>) {
     return typeshard::einsum<Subscripts, OutSpec>(a, b);  // the ordinary traced einsum
-  } else if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> || !lhs_ok || !rhs_ok ||
-                       !std::is_same_v<typename forward::value_type, U>) {
-    // A diagnostic fired (here, or in the forward einsum): a value of a well-formed type.
-    return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
-        typeshard::einsum<Subscripts, OutSpec>(av, bv, pe), detail::tape_of(a, b), nullptr);
   } else {
-    return detail::record_mixed_einsum<Subscripts, U>(
-        typeshard::einsum<Subscripts, OutSpec>(av, bv, pe), a, b);
+    auto value =
+        typeshard::einsum<Subscripts, OutSpec>(detail::value_of(a), detail::value_of(b), pe);
+    if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> ||
+                  !detail::einsum_differentiable<Subscripts, A, B>() ||
+                  !std::is_same_v<typename decltype(value)::value_type, U>)
+      return detail::unrecorded_contraction(std::move(value), a, b);
+    else
+      return detail::record_contraction<Subscripts, detail::mixed_transpose_rule<U>>(
+          std::move(value), a, b, &detail::describe_mixed_einsum);
   }
 }
 
@@ -143,19 +126,17 @@ template <class OutSpec = auto_out, class A, class B, class U>
 [[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U> pe) {
   using AV = detail::value_t<A>;
   using BV = detail::value_t<B>;
-  const AV& av = detail::value_of(a);
-  const BV& bv = detail::value_of(b);
-  using forward = decltype(typeshard::matmul<OutSpec>(av, bv, pe));
   if constexpr (std::is_same_v<typename AV::value_type, U>) {
     return typeshard::matmul<OutSpec>(a, b);  // the ordinary traced matmul
-  } else if constexpr (!matmul_valid<AV, BV, OutSpec> ||
-                       !std::is_same_v<typename forward::value_type, U>) {
-    // A diagnostic fired (in the forward matmul): a value of a well-formed type.
-    return traced<forward, grad_contributions<>, -1, detail::plans_of<A, B>()>(
-        typeshard::matmul<OutSpec>(av, bv, pe), detail::tape_of(a, b), nullptr);
   } else {
-    return detail::record_mixed_einsum<detail::matmul_subscripts<AV::rank>(), U>(
-        typeshard::matmul<OutSpec>(av, bv, pe), a, b);
+    auto value = typeshard::matmul<OutSpec>(detail::value_of(a), detail::value_of(b), pe);
+    if constexpr (!matmul_valid<AV, BV, OutSpec> ||
+                  !std::is_same_v<typename decltype(value)::value_type, U>)
+      return detail::unrecorded_contraction(std::move(value), a, b);
+    else
+      return detail::record_contraction<detail::matmul_subscripts<AV::rank>(),
+                                        detail::mixed_transpose_rule<U>>(
+          std::move(value), a, b, &detail::describe_mixed_einsum);
   }
 }
 

@@ -1,5 +1,7 @@
-// typeshard/ops/detail/traced_reduce.hpp: sum, mean, softmax, log_softmax, reshard and psum on
-// traced values (see ops/traced.hpp).
+// typeshard/ops/detail/traced_reduce.hpp: on traced values (see ops/traced.hpp), the
+// reductions' backward rules (ts::sum, mean, max and min: their one entry point is
+// ops/reduce.hpp's, which calls detail::traced_reduction), softmax, log_softmax, reshard and
+// psum.
 #pragma once
 
 #include <array>
@@ -9,14 +11,17 @@
 #include <type_traits>
 #include <utility>
 
+#include "../../plan/detail/reduce_dims.hpp"
+#include "../elementwise.hpp"
 #include "../reduce.hpp"
 #include "../reshard.hpp"
 #include "../softmax.hpp"
+#include "../where.hpp"
 #include "traced_value.hpp"
 
 namespace typeshard {
 
-// ---- reductions: sum and mean ------------------------------------------------------------
+// ---- reductions: sum, mean, max, min --------------------------------------------------------
 
 namespace detail {
 
@@ -24,15 +29,9 @@ namespace detail {
 // number of elements reduced into each result element.
 template <std::size_t Rank, int... Dims>
 std::pair<shape<Rank>, std::size_t> keep_shape(const shape<Rank>& x) {
+  constexpr std::array<bool, Rank> reduced = reduced_mask<Rank, Dims...>();
   shape<Rank> k = x;
   std::size_t count = 1;
-  std::array<bool, Rank> reduced{};
-  if constexpr (sizeof...(Dims) == 0) {
-    reduced.fill(true);
-  } else {
-    for (int d : {Dims...})
-      reduced[static_cast<std::size_t>(d < 0 ? d + static_cast<int>(Rank) : d)] = true;
-  }
   for (std::size_t d = 0; d < Rank; ++d)
     if (reduced[d]) {
       count *= x[d];
@@ -49,7 +48,7 @@ inline std::string describe_reduce() {
 // sum or mean (Mean) over Dims of a traced x, keeping the dimensions or not: the backward
 // reads the result's cotangent as the keep-dims array (the same blocks) and broadcasts it.
 template <bool Mean, bool KeepDims, int... Dims, class X>
-auto traced_reduce(const X& x) {
+auto traced_sum(const X& x) {
   using XV = typename X::array_type;
   using T = typename XV::value_type;
   const XV& xv = x.value();
@@ -70,46 +69,50 @@ auto traced_reduce(const X& x) {
                 &describe_reduce);
 }
 
-}  // namespace detail
+inline std::string describe_extremum() {
+  return "max/min backward: the cotangent to the elements equal to the extremum, shared "
+         "equally among ties (their count a sum over the reduced dimensions, a psum where "
+         "they are sharded)";
+}
+// max or min (Op) over Dims of a traced x, keeping the dimensions or not. Ties share the
+// gradient equally, as JAX's rules do: the cotangent goes to every element equal to the
+// extremum, divided by their number (reduce_max's chooser rule); a NaN extremum gives NaN
+// gradients along its reduction (no element equals it), as in JAX. The forward is the
+// ordinary reduction (its pmax or pmin over the sharded dimensions' axes); the backward's tie
+// count is a sum over the same dimensions, reduced to the extremum's spec (a psum over those
+// axes where they are sharded), then a local product.
+template <reduction Op, bool KeepDims, int... Dims, class X>
+auto traced_extremum(const X& x) {
+  using XV = typename X::array_type;
+  const XV& xv = x.value();
+  auto yk = detail::reduce<Op, auto_out, true, Dims...>(xv);  // reduced: pmax / pmin
+  using K = decltype(yk);
+  const shape<XV::rank> kext = keep_shape<XV::rank, Dims...>(xv.extents()).first;
+  const auto hit = typeshard::equal(xv, yk);                           // x's layout
+  const auto count = detail::reduce<reduction::sum, typename K::spec, true, Dims...>(hit);
+  auto share = hit / count;  // 1 / ties where x is an extremum, else 0
+  auto value = [&] {
+    if constexpr (KeepDims) {
+      return yk;
+    } else {  // the same blocks without the reduced dimensions (no second pmax)
+      using R = decltype(detail::reduce<Op, auto_out, false, Dims...>(xv));
+      constexpr std::array<bool, XV::rank> reduced = reduced_mask<XV::rank, Dims...>();
+      shape<R::rank> r{};
+      r.fill(1);
+      std::size_t i = 0;
+      for (std::size_t d = 0; d < XV::rank; ++d)
+        if (!reduced[d] && i < R::rank) r[i++] = xv.extent(d);
+      return retype<R>(yk, r);
+    }
+  }();
+  return record(std::move(value), x,
+                [share, kext](const auto& g) {
+                  return share * retype<cotangent_t<K>>(g, kext);
+                },
+                &describe_extremum);
+}
 
-template <int... Dims, traced_like X>
-[[nodiscard]] auto sum(const X& x) {
-  return detail::traced_reduce<false, false, Dims...>(x);
-}
-template <int... Dims, traced_like X>
-[[nodiscard]] auto sum(const X& x, keep_dims_t) {
-  return detail::traced_reduce<false, true, Dims...>(x);
-}
-template <int... Dims, traced_like X>
-[[nodiscard]] auto mean(const X& x) {
-  return detail::traced_reduce<true, false, Dims...>(x);
-}
-template <int... Dims, traced_like X>
-[[nodiscard]] auto mean(const X& x, keep_dims_t) {
-  return detail::traced_reduce<true, true, Dims...>(x);
-}
-// With an output spec (a template argument or a value first, keep_dims or not, every form
-// arrays take): the reduction, then the reshard to it (what the plan does). Also the output
-// spec forms of max and min (traced_extrema.hpp, which undefines it).
-#define TYPESHARD_TRACED_REDUCTION_OUT_SPEC(name)                                            \
-  template <spec_like OutSpec, int... Dims, traced_like X>                                  \
-  [[nodiscard]] auto name(const X& x) {                                                     \
-    return reshard<OutSpec>(name<Dims...>(x));                                              \
-  }                                                                                         \
-  template <spec_like OutSpec, int... Dims, traced_like X>                                  \
-  [[nodiscard]] auto name(const X& x, keep_dims_t) {                                        \
-    return reshard<OutSpec>(name<Dims...>(x, keep_dims));                                   \
-  }                                                                                         \
-  template <int... Dims, spec_like OutSpec, traced_like X>                                  \
-  [[nodiscard]] auto name(OutSpec, const X& x) {                                            \
-    return reshard<OutSpec>(name<Dims...>(x));                                              \
-  }                                                                                         \
-  template <int... Dims, spec_like OutSpec, traced_like X>                                  \
-  [[nodiscard]] auto name(OutSpec, const X& x, keep_dims_t) {                               \
-    return reshard<OutSpec>(name<Dims...>(x, keep_dims));                                   \
-  }
-TYPESHARD_TRACED_REDUCTION_OUT_SPEC(sum)
-TYPESHARD_TRACED_REDUCTION_OUT_SPEC(mean)
+}  // namespace detail
 
 // ---- softmax and log_softmax -------------------------------------------------------------
 
@@ -133,22 +136,23 @@ std::string describe_softmax<X, Dim>::text() {
   return "softmax backward: y * (g - rowsum(g * y)), the row sum: " +
          reshard_plan_for<S, typename S::spec>::describe();
 }
-}  // namespace detail
 
-template <int Dim = -1, traced_like X>
-[[nodiscard]] auto softmax(const X& x) {
-  auto y = typeshard::softmax<Dim>(x.value());
-  return detail::record(y, x,
-                        [y](const auto& g) { return y * (g - detail::row_sum<Dim>(g * y)); },
-                        detail::describe_softmax<X, Dim>{});
+// softmax (Log: log_softmax) along Dim of a traced x, for ops/softmax.hpp's entry points; the
+// backward y * (g - rowsum(g * y)), for log_softmax g - exp(y) * rowsum(g).
+template <bool Log, int Dim, class X>
+auto traced_softmax(const X& x) {
+  if constexpr (Log) {
+    auto y = typeshard::log_softmax<Dim>(x.value());
+    return record(
+        y, x, [y](const auto& g) { return g - typeshard::exp(y) * row_sum<Dim>(g); },
+        describe_softmax<X, Dim>{});
+  } else {
+    auto y = typeshard::softmax<Dim>(x.value());
+    return record(y, x, [y](const auto& g) { return y * (g - row_sum<Dim>(g * y)); },
+                  describe_softmax<X, Dim>{});
+  }
 }
-template <int Dim = -1, traced_like X>
-[[nodiscard]] auto log_softmax(const X& x) {
-  auto y = typeshard::log_softmax<Dim>(x.value());
-  return detail::record(
-      y, x, [y](const auto& g) { return g - typeshard::exp(y) * detail::row_sum<Dim>(g); },
-      detail::describe_softmax<X, Dim>{});
-}
+}  // namespace detail
 
 // ---- reshard and psum: the reverse reshard, the identity ---------------------------------
 
@@ -179,5 +183,22 @@ template <axis_name... Axes, traced_like X>
   return detail::record(typeshard::psum<Axes...>(x.value()), x, [](const auto& g) { return g; },
                         detail::describe_reshard<X, typename X::spec>{});
 }
+
+// ---- the reductions' rules on traced values, for ops/reduce.hpp's entry points -----------
+
+namespace detail {
+// Op over Dims of a traced x, keeping the dimensions or not: sum and mean (traced_sum), max
+// and min (traced_extremum); with an output spec, the reshard to it after (what the plan
+// does on arrays).
+template <reduction Op, class OutSpec, bool KeepDims, int... Dims, class X>
+auto traced_reduction(const X& x) {
+  if constexpr (!std::is_same_v<OutSpec, auto_out>)
+    return typeshard::reshard<OutSpec>(traced_reduction<Op, auto_out, KeepDims, Dims...>(x));
+  else if constexpr (Op == reduction::sum || Op == reduction::mean)
+    return traced_sum<Op == reduction::mean, KeepDims, Dims...>(x);
+  else
+    return traced_extremum<Op, KeepDims, Dims...>(x);
+}
+}  // namespace detail
 
 }  // namespace typeshard

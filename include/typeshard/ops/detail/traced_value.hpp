@@ -19,6 +19,7 @@
 #include "../einsum.hpp"
 #include "../reduce.hpp"
 #include "../reshard.hpp"
+#include "forward_value.hpp"
 #include "grad_tape.hpp"
 
 namespace typeshard {
@@ -88,17 +89,6 @@ template <class A, class B>
 concept traced_operands = grad_operand<A> && grad_operand<B> && (traced_like<A> || traced_like<B>);
 
 namespace detail {
-
-template <class X>
-const auto& value_of(const X& x) {
-  if constexpr (traced_like<X>)
-    return x.value();
-  else
-    return x;
-}
-
-template <class X>
-using value_t = std::remove_cvref_t<decltype(value_of(std::declval<const X&>()))>;
 
 template <class X>
 struct contributions_of {
