@@ -227,9 +227,15 @@ struct operand_wording {
                                       ElementTypesDiffer>();
   }
 };
-using einsum_wording =
-    operand_wording<diagnostic::einsum_preferred_element_unsupported,
-                    diagnostic::einsum_meshes_differ, diagnostic::einsum_element_types_differ>;
+// front_wording<F>: the operand_wording of front end F (einsum's here, matmul's in matmul.hpp).
+enum class contraction_front { einsum, matmul };
+template <contraction_front F>
+struct front_wording;
+template <>
+struct front_wording<contraction_front::einsum>
+    : operand_wording<diagnostic::einsum_preferred_element_unsupported,
+                      diagnostic::einsum_meshes_differ, diagnostic::einsum_element_types_differ> {
+};
 
 // The one body of the array contractions' entries (ts::einsum, and ts::matmul, its front
 // end): the operands' rule-2 checks in the front end's Wording, then Plan's (an einsum_plan or
@@ -261,7 +267,7 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::checked_contraction<einsum_plan_for<Subscripts, A, B, OutSpec>, U,
-                                     detail::einsum_wording>(
+                                     detail::front_wording<detail::contraction_front::einsum>>(
       a, b, [](const A& x, const B& y) { detail::check_einsum_operands<Subscripts>(x, y); });
 }
 

@@ -80,9 +80,11 @@ void check_matmul_operands(const A& a, const B& b) {
   check_matmul_extents(a.extents(), b.extents());
 }
 
-using matmul_wording =
-    operand_wording<diagnostic::matmul_preferred_element_unsupported,
-                    diagnostic::matmul_meshes_differ, diagnostic::matmul_element_types_differ>;
+template <>
+struct front_wording<contraction_front::matmul>
+    : operand_wording<diagnostic::matmul_preferred_element_unsupported,
+                      diagnostic::matmul_meshes_differ, diagnostic::matmul_element_types_differ> {
+};
 
 }  // namespace detail
 
@@ -95,7 +97,8 @@ template <class OutSpec = auto_out, sharded_array_like A, sharded_array_like B, 
 [[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  return detail::checked_contraction<matmul_plan_for<A, B, OutSpec>, U, detail::matmul_wording>(
+  return detail::checked_contraction<matmul_plan_for<A, B, OutSpec>, U,
+                                     detail::front_wording<detail::contraction_front::matmul>>(
       a, b, [](const A& x, const B& y) { detail::check_matmul_operands(x, y); });
 }
 
