@@ -240,8 +240,8 @@ struct front_wording<contraction_front::einsum>
 // The one body of the array contractions' entries (ts::einsum, and ts::matmul, its front
 // end): the operands' rule-2 checks in the front end's Wording, then Plan's (an einsum_plan or
 // a matmul_plan: Plan::subscripts() names the contraction), then the run-time checks
-// `check_operands(a, b)`, then the contraction. After a diagnostic it returns `a`, so nothing
-// cascades.
+// `check_operands(a, b)` (a generic lambda: instantiated only once the checks passed), then
+// the contraction. After a diagnostic it returns `a`, so nothing cascades.
 template <class Plan, class U, class Wording, class A, class B, class Check>
 auto checked_contraction(const A& a, const B& b, Check check_operands) {
   if constexpr (!Wording::template check<A, B, U>()) {
@@ -268,7 +268,7 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
   const detail::call_site_scope site(loc);
   return detail::checked_contraction<einsum_plan_for<Subscripts, A, B, OutSpec>, U,
                                      detail::front_wording<detail::contraction_front::einsum>>(
-      a, b, [](const A& x, const B& y) { detail::check_einsum_operands<Subscripts>(x, y); });
+      a, b, [](const auto& x, const auto& y) { detail::check_einsum_operands<Subscripts>(x, y); });
 }
 
 // einsum<Subscripts, OutSpec>(a, b): the same, of the operands' element type.

@@ -99,7 +99,7 @@ template <class OutSpec = auto_out, sharded_array_like A, sharded_array_like B, 
   const detail::call_site_scope site(loc);
   return detail::checked_contraction<matmul_plan_for<A, B, OutSpec>, U,
                                      detail::front_wording<detail::contraction_front::matmul>>(
-      a, b, [](const A& x, const B& y) { detail::check_matmul_operands(x, y); });
+      a, b, [](const auto& x, const auto& y) { detail::check_matmul_operands(x, y); });
 }
 
 // matmul<OutSpec>(a, b): the same, of the operands' element type.
