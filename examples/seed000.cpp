@@ -94,8 +94,8 @@ int main(int argc, char** argv) {
     // Global view: J is sharded over "data" in A only, so the plan gathers A.
     const auto B_global = ts::matmul(x, A);
     using plan = ts::matmul_plan_for<decltype(x), decltype(A)>;
-    static_assert(plan::steps[0].kind == ts::matmul_step_kind::all_gather &&
-                  plan::steps[0].operand == ts::matmul_operand::rhs);
+    static_assert(plan::steps[0].kind == ts::step_kind::all_gather &&
+                  plan::steps[0].operand == ts::step_operand::rhs);
     static_assert(std::is_same_v<decltype(B_global)::spec, P_data>);
     std::cout << "ts::matmul(x, A): plan " << plan::describe() << ", result "
               << decltype(B_global)::spec::to_string() << "\n";
@@ -123,8 +123,8 @@ int main(int argc, char** argv) {
     // Global view: J is sharded over "model" in x only, so the plan gathers x.
     const auto B_global = ts::matmul(x, A);
     using plan = ts::matmul_plan_for<decltype(x), decltype(A)>;
-    static_assert(plan::steps[0].kind == ts::matmul_step_kind::all_gather &&
-                  plan::steps[0].operand == ts::matmul_operand::lhs);
+    static_assert(plan::steps[0].kind == ts::step_kind::all_gather &&
+                  plan::steps[0].operand == ts::step_operand::lhs);
     static_assert(std::is_same_v<decltype(B_global)::spec, P_model_cols>);
     std::cout << "ts::matmul(x, A): plan " << plan::describe() << ", result "
               << decltype(B_global)::spec::to_string() << "\n";
@@ -159,8 +159,8 @@ int main(int argc, char** argv) {
     const auto B_global = ts::matmul<P_model_cols>(H, W2);
     using plan1 = ts::matmul_plan_for<decltype(x), decltype(W1)>;
     using plan2 = ts::matmul_plan_for<decltype(H), decltype(W2), P_model_cols>;
-    static_assert(plan1::steps[0].kind == ts::matmul_step_kind::all_gather);
-    static_assert(plan2::steps.back().kind == ts::matmul_step_kind::psum_scatter);
+    static_assert(plan1::steps[0].kind == ts::step_kind::all_gather);
+    static_assert(plan2::steps.back().kind == ts::step_kind::psum_scatter);
     std::cout << "H = ts::matmul(x, W1): plan " << plan1::describe() << ", H "
               << decltype(H)::spec::to_string() << "\n";
     std::cout << "ts::matmul<P(None, 'model')>(H, W2): plan " << plan2::describe() << "\n";

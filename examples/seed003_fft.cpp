@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
   // What jnp.fft.fftn does with a sharded input: gather the whole volume on every device.
   {
     using gather_plan = ts::reshard_plan_for<decltype(A_sharded), ts::spec<>>;
-    static_assert(gather_plan::count<ts::reshard_step_kind::all_gather> > 0);
+    static_assert(gather_plan::count<ts::step_kind::all_gather> > 0);
     std::cout << "\nthe all-gather route (jnp.fft.fftn on a sharded array): "
               << gather_plan::describe();
     const double block = double(n * n * n) / 8 * sizeof(cfloat);

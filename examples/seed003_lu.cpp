@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
   section("4", "The all-gather route: jnp.linalg.solve on a sharded A");
   {
     using gather_plan = ts::reshard_plan_for<decltype(A_sharded), P_repl>;
-    static_assert(gather_plan::count<ts::reshard_step_kind::all_gather> == 1);
+    static_assert(gather_plan::count<ts::step_kind::all_gather> == 1);
     std::cout << gather_plan::describe();
     const auto A_everywhere = ts::reshard<P_repl>(A_sharded);
     // Every device now solves the whole system; x comes out replicated.

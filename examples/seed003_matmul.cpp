@@ -238,7 +238,7 @@ int main(int argc, char** argv) {
     using plan = ts::matmul_plan_for<decltype(A_block_sharded), decltype(B_replicated), P_rows>;
     // Gathering A's [4, 8] blocks receives 4 * 8 floats per device, psum's ring receives
     // 2 * (2 - 1) / 2 * 4 * 16: the planner picks the gather.
-    static_assert(plan::steps[0].kind == ts::matmul_step_kind::all_gather);
+    static_assert(plan::steps[0].kind == ts::step_kind::all_gather);
     std::cout << "\nA_block . B_replicated, ts::matmul<P('x', None)>, " << plan_line<plan>()
               << "\n";
     same_as_global("all_gather over y, then A . B", C1,

@@ -420,7 +420,7 @@ int main(int argc, char** argv) {
     // Global view: the compiler sees J sharded over x in A only, and gathers A.
     const auto C = ts::matmul(A_sharded, B_replicated);
     using plan = ts::matmul_plan_for<decltype(A_sharded), decltype(B_replicated)>;
-    static_assert(plan::steps[0].kind == ts::matmul_step_kind::all_gather);
+    static_assert(plan::steps[0].kind == ts::step_kind::all_gather);
     static_assert(!ts::communication_free<plan>);
     std::cout << "plan: " << plan::describe() << "\n";
     std::cout << "Result C (replicated on all devices):\n";
@@ -516,7 +516,7 @@ int main(int argc, char** argv) {
     const auto C = ts::matmul<ts::spec<ts::none, ts::none>>(A_sharded, B_sharded);
     using plan = ts::matmul_plan_for<decltype(A_sharded), decltype(B_sharded),
                                      ts::spec<ts::none, ts::none>>;
-    static_assert(plan::steps.back().kind == ts::matmul_step_kind::psum);
+    static_assert(plan::steps.back().kind == ts::step_kind::psum);
     std::cout << "plan: " << plan::describe() << "\n";
     std::cout << "Result C (replicated on all devices after all-reduce):\n";
     ts::visualize(C);
@@ -524,7 +524,7 @@ int main(int argc, char** argv) {
     const auto C_rows = ts::matmul<ts::spec<"x", ts::none>>(A_sharded, B_sharded);
     using plan_rows = ts::matmul_plan_for<decltype(A_sharded), decltype(B_sharded),
                                           ts::spec<"x", ts::none>>;
-    static_assert(plan_rows::steps.back().kind == ts::matmul_step_kind::psum_scatter);
+    static_assert(plan_rows::steps.back().kind == ts::step_kind::psum_scatter);
     std::cout << "with output spec P('x', None), plan: " << plan_rows::describe() << "\n";
     ts::visualize(C_rows, {.use_color = false});
 
@@ -596,8 +596,8 @@ int main(int argc, char** argv) {
     const auto C = ts::matmul<ts::spec<"x", ts::none>>(A_sharded, B_sharded);
     using plan_b = ts::matmul_plan_for<decltype(A_sharded), decltype(B_sharded),
                                        ts::spec<"x", ts::none>>;
-    static_assert(plan_b::steps[0].kind == ts::matmul_step_kind::all_gather &&
-                  plan_b::steps[0].operand == ts::matmul_operand::rhs);
+    static_assert(plan_b::steps[0].kind == ts::step_kind::all_gather &&
+                  plan_b::steps[0].operand == ts::step_operand::rhs);
     std::cout << "output P('x', None), plan: " << plan_b::describe() << "\n";
     std::cout << "Result C sharding (rows split along X):\n";
     ts::visualize(C, {.use_color = false});
@@ -605,8 +605,8 @@ int main(int argc, char** argv) {
     const auto C_alt = ts::matmul<ts::spec<ts::none, "x">>(A_sharded, B_sharded);
     using plan_a = ts::matmul_plan_for<decltype(A_sharded), decltype(B_sharded),
                                        ts::spec<ts::none, "x">>;
-    static_assert(plan_a::steps[0].kind == ts::matmul_step_kind::all_gather &&
-                  plan_a::steps[0].operand == ts::matmul_operand::lhs);
+    static_assert(plan_a::steps[0].kind == ts::step_kind::all_gather &&
+                  plan_a::steps[0].operand == ts::step_operand::lhs);
     std::cout << "output P(None, 'x'), plan: " << plan_a::describe() << "\n";
     std::cout << "Result with A gathered (columns split along X):\n";
     ts::visualize(C_alt, {.use_color = false});

@@ -11,8 +11,8 @@ namespace {
 
 namespace ts = typeshard;
 using ts::none;
-using kind = ts::matmul_step_kind;
-using op = ts::matmul_operand;
+using kind = ts::step_kind;
+using op = ts::step_operand;
 
 using mesh_2x2 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
 using mesh_8 = ts::mesh<ts::axis("batch", 8)>;

@@ -10,7 +10,7 @@ using m1 = ts::mesh<ts::axis("i", 4)>;
 using m22 = ts::mesh<ts::axis("x", 2), ts::axis("y", 2)>;
 using m42 = ts::mesh<ts::axis("x", 4), ts::axis("y", 2)>;
 using none_t = ts::none_t;
-using K = ts::reshard_step_kind;
+using K = ts::step_kind;
 using E2 = ts::extents<8, 8>;
 using D2 = ts::dextents<2>;
 

@@ -84,7 +84,7 @@ TEST_CASE("reshard with static extents: the plan is chosen at compile time", "[r
   const auto a = ts::device_put<ts::spec<"x", "y">, ts::extents<4, 6>>(m, even);
   using plan = ts::reshard_plan_for<decltype(a), ts::spec<"y", "x">>;
   static_assert(plan::evenness == ts::shard_evenness::even);
-  static_assert(plan::count<ts::reshard_step_kind::all_to_all> == 1);
+  static_assert(plan::count<ts::step_kind::all_to_all> == 1);
   const auto b = ts::reshard<ts::spec<"y", "x">>(a);
   static_assert(std::is_same_v<decltype(b)::extents_type, ts::extents<4, 6>>);
   CHECK(ts::to_host(b) == even);
@@ -93,7 +93,7 @@ TEST_CASE("reshard with static extents: the plan is chosen at compile time", "[r
   const auto c = ts::device_put<ts::spec<"x", "y">, ts::extents<5, 3>>(m, odd);
   using uneven_plan = ts::reshard_plan_for<decltype(c), ts::spec<"y", "x">>;
   static_assert(uneven_plan::evenness == ts::shard_evenness::uneven);
-  static_assert(uneven_plan::count<ts::reshard_step_kind::all_to_all> == 0);
+  static_assert(uneven_plan::count<ts::step_kind::all_to_all> == 0);
   CHECK(ts::to_host(ts::reshard<ts::spec<"y", "x">>(c)) == odd);
 }
 
@@ -108,7 +108,7 @@ TEST_CASE("reshard: nothing to do shares the shards; one step writes straight in
   for (std::size_t p = 0; p < 4; ++p) CHECK(same.local_data(p).data() == a.local_data(p).data());
   // Dropping the contracting dimension's axis (matmul's case 2) is one all_gather.
   using gather = ts::reshard_plan_for<decltype(a), ts::spec<ts::none, ts::none>>;
-  static_assert(gather::steps.size() == 1 && gather::steps[0].kind == ts::reshard_step_kind::all_gather);
+  static_assert(gather::steps.size() == 1 && gather::steps[0].kind == ts::step_kind::all_gather);
   // Replicated to sharded moves nothing.
   const auto r = ts::reshard<ts::spec<ts::none, ts::none>>(a);
   using slice = ts::reshard_plan_for<decltype(r), ts::spec<"y", "x">>;

@@ -131,21 +131,21 @@ TEST_CASE("unreduced: the plan reduces by psum or psum_scatter, as the target as
   using to_replicated = ts::reshard_plan<mesh_2x2, ts::spec<ts::none, ts::none>,
                                          ts::spec<ts::none, ts::none>, E, U>;
   static_assert(to_replicated::steps.size() == 1);
-  static_assert(to_replicated::steps[0].kind == ts::reshard_step_kind::all_reduce);
+  static_assert(to_replicated::steps[0].kind == ts::step_kind::all_reduce);
   using to_rows = ts::reshard_plan<mesh_2x2, ts::spec<ts::none, ts::none>, ts::spec<"x", ts::none>, E, U>;
   static_assert(to_rows::steps.size() == 1);
-  static_assert(to_rows::steps[0].kind == ts::reshard_step_kind::reduce_scatter);
+  static_assert(to_rows::steps[0].kind == ts::step_kind::reduce_scatter);
   static_assert(to_rows::steps[0].dim == 0);
   using to_cols = ts::reshard_plan<mesh_2x2, ts::spec<"y", ts::none>, ts::spec<"y", "x">, E, U>;
   static_assert(to_cols::steps.size() == 1);
-  static_assert(to_cols::steps[0].kind == ts::reshard_step_kind::reduce_scatter);
+  static_assert(to_cols::steps[0].kind == ts::step_kind::reduce_scatter);
   static_assert(to_cols::steps[0].dim == 1);
   // Uneven static extents: psum_scatter still, onto a dimension not yet sharded.
   using uneven = ts::reshard_plan<mesh_2x2, ts::spec<ts::none, ts::none>, ts::spec<"x", ts::none>,
                                   ts::extents<5, 3>, U>;
   static_assert(uneven::evenness == ts::shard_evenness::uneven);
   static_assert(uneven::steps.size() == 1);
-  static_assert(uneven::steps[0].kind == ts::reshard_step_kind::reduce_scatter);
+  static_assert(uneven::steps[0].kind == ts::step_kind::reduce_scatter);
   SUCCEED(to_rows::describe());
 }
 

@@ -25,32 +25,25 @@
 #include <type_traits>
 
 #include "../core/bfloat16.hpp"
+#include "detail/gemm_micro_avx2.hpp"
+#include "detail/gemm_micro_avx512.hpp"
 #include "functors.hpp"
 #include "gemm_isa.hpp"
 
 #if defined(TYPESHARD_GEMM_X86)
+// Each level: its float vector V and the GEMM micro-kernels' fma and target.
 namespace typeshard::kernels::detail::vm_avx512 {
-typedef float V __attribute__((vector_size(64)));
-typedef int I __attribute__((vector_size(64)));
-typedef unsigned U __attribute__((vector_size(64)));
-typedef unsigned short H __attribute__((vector_size(32)));
-#define TYPESHARD_VM_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,fma")))
-TYPESHARD_VM_TARGET inline V fma(V a, V b, V c) {
-  return __builtin_ia32_vfmaddps512_mask(a, b, c, static_cast<unsigned short>(-1), 4);
-}
-#include "detail/vector_math_body.hpp"
-#undef TYPESHARD_VM_TARGET
+using V = simd::f32x16;
+using avx512::fma;
+#define TYPESHARD_VM_TARGET TYPESHARD_GEMM_AVX512_TARGET
+#include "detail/vector_math_body.hpp"  // (it undefines TYPESHARD_VM_TARGET)
 }  // namespace typeshard::kernels::detail::vm_avx512
 
 namespace typeshard::kernels::detail::vm_avx2 {
-typedef float V __attribute__((vector_size(32)));
-typedef int I __attribute__((vector_size(32)));
-typedef unsigned U __attribute__((vector_size(32)));
-typedef unsigned short H __attribute__((vector_size(16)));
-#define TYPESHARD_VM_TARGET __attribute__((target("avx2,fma")))
-TYPESHARD_VM_TARGET inline V fma(V a, V b, V c) { return __builtin_ia32_vfmaddps256(a, b, c); }
-#include "detail/vector_math_body.hpp"
-#undef TYPESHARD_VM_TARGET
+using V = simd::f32x8;
+using avx2::fma;
+#define TYPESHARD_VM_TARGET TYPESHARD_GEMM_AVX2_TARGET
+#include "detail/vector_math_body.hpp"  // (it undefines TYPESHARD_VM_TARGET)
 }  // namespace typeshard::kernels::detail::vm_avx2
 #endif
 

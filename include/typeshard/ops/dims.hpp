@@ -139,7 +139,7 @@ template <std::size_t Dim, std::size_t Parts, sharded_array_like A>
 [[nodiscard]] auto split_dim(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = split_dim_plan_for<arr, Dim, Parts>;
-  if constexpr (!detail::check_split<plan>()) {
+  if constexpr (!detail::check_reshape<plan>()) {
     return a;
   } else {
     using result = detail::moved_array<typename arr::value_type, typename arr::mesh_type, plan>;
@@ -157,7 +157,7 @@ template <std::size_t Dim, sharded_array_like A>
 [[nodiscard]] auto merge_dims(const A& a) {
   using arr = std::remove_cvref_t<A>;
   using plan = merge_dims_plan_for<arr, Dim>;
-  if constexpr (!detail::check_merge<plan>()) {
+  if constexpr (!detail::check_reshape<plan>()) {
     return a;
   } else {
     using result = detail::moved_array<typename arr::value_type, typename arr::mesh_type, plan>;

@@ -216,6 +216,44 @@ auto contraction_result(const A& a, const B& b) {
                                        *b.shared_shards(), bg));
 }
 
+// A front end's wording of rule 2 on its operands: its three diagnostics (operand_types.hpp).
+template <template <class, class> class PreferredUnsupported,
+          template <class, class> class MeshesDiffer,
+          template <class, class> class ElementTypesDiffer>
+struct operand_wording {
+  template <class A, class B, class U>
+  static constexpr bool check() {
+    return check_contraction_operands<A, B, U, PreferredUnsupported, MeshesDiffer,
+                                      ElementTypesDiffer>();
+  }
+};
+// front_wording<F>: the operand_wording of front end F (einsum's here, matmul's in matmul.hpp).
+enum class contraction_front { einsum, matmul };
+template <contraction_front F>
+struct front_wording;
+template <>
+struct front_wording<contraction_front::einsum>
+    : operand_wording<diagnostic::einsum_preferred_element_unsupported,
+                      diagnostic::einsum_meshes_differ, diagnostic::einsum_element_types_differ> {
+};
+
+// The one body of the array contractions' entries (ts::einsum, and ts::matmul, its front
+// end): the operands' rule-2 checks in the front end's Wording, then Plan's (an einsum_plan or
+// a matmul_plan: Plan::subscripts() names the contraction), then the run-time checks
+// `check_operands(a, b)` (a generic lambda: instantiated only once the checks passed), then
+// the contraction. After a diagnostic it returns `a`, so nothing cascades.
+template <class Plan, class U, class Wording, class A, class B, class Check>
+auto checked_contraction(const A& a, const B& b, Check check_operands) {
+  if constexpr (!Wording::template check<A, B, U>()) {
+    return a;  // the diagnostic fired
+  } else if constexpr (!Plan::valid) {
+    return a;  // the plan's diagnostic fired
+  } else {
+    check_operands(a, b);
+    return contraction_result<Plan::subscripts(), Plan, U>(a, b);
+  }
+}
+
 }  // namespace detail
 
 // einsum<Subscripts, OutSpec>(a, b, preferred_element<U>): the contraction Subscripts names,
@@ -228,19 +266,9 @@ template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_
 [[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  if constexpr (!detail::check_contraction_operands<
-                    A, B, U, diagnostic::einsum_preferred_element_unsupported,
-                    diagnostic::einsum_meshes_differ, diagnostic::einsum_element_types_differ>()) {
-    return a;  // the diagnostic fired; stop here so nothing cascades
-  } else {
-    using plan = einsum_plan_for<Subscripts, A, B, OutSpec>;
-    if constexpr (!plan::valid) {
-      return a;  // the plan's diagnostic fired
-    } else {
-      detail::check_einsum_operands<Subscripts>(a, b);
-      return detail::contraction_result<Subscripts, plan, U>(a, b);
-    }
-  }
+  return detail::checked_contraction<einsum_plan_for<Subscripts, A, B, OutSpec>, U,
+                                     detail::front_wording<detail::contraction_front::einsum>>(
+      a, b, [](const auto& x, const auto& y) { detail::check_einsum_operands<Subscripts>(x, y); });
 }
 
 // einsum<Subscripts, OutSpec>(a, b): the same, of the operands' element type.

@@ -57,67 +57,40 @@ namespace detail {
 // The forward: a row sum, its psum, a row sum of squared deviations, its psum, the normalise
 // pass (eps: the run's scalar 0). The backward: the row sums of g and g * y (one pass), their
 // psum (both slots at once), the dx pass. The psums only along a sharded dimension.
-template <std::size_t Rank>
-constexpr step_array<Rank, 5> layer_norm_steps(const spec_array<Rank>& in, std::size_t dim,
-                                               bool backward) {
-  step_array<Rank, 5> out;
-  std::array<bool, Rank> mask{};
-  mask[dim] = true;
-  const dim_spec partial = partial_axes_of(in, mask);
-  const spec_array<Rank> stats = without_reduced(in, mask);
-  const bool sharded = partial.count != 0;
-  const auto row_step = [&](step_kind kind, local_op op, std::size_t slots) {
-    const bool local = op != local_op::none;
-    return step<Rank>{kind,  step_operand::stats, dim, dim, partial, stats,
-                      local ? partial : dim_spec{}, op, reduction{}, {}, slots};
-  };
-  if (backward) {
-    out.push(row_step(step_kind::local_reduce, local_op::layer_norm_grad_sums, 0));
-    if (sharded) out.push(row_step(step_kind::psum, local_op::none, stats_both));
-  } else {
-    out.push(row_step(step_kind::local_reduce, local_op::row_sum, 0));
-    if (sharded) out.push(row_step(step_kind::psum, local_op::none, stats_slot0));
-    out.push(row_step(step_kind::local_reduce, local_op::row_sq_dev_sum, 0));
-    if (sharded) out.push(row_step(step_kind::psum, local_op::none, stats_slot1));
+template <bool Backward>
+struct layer_norm_steps {
+  template <std::size_t Rank>
+  static constexpr step_array<Rank, 5> of(const spec_array<Rank>& in, std::size_t dim) {
+    if (Backward)
+      return row_op_steps(in, dim, {local_op::layer_norm_grad_sums, step_kind::psum, stats_both},
+                          {}, local_op::layer_norm_grad);
+    return row_op_steps(in, dim, {local_op::row_sum, step_kind::psum, stats_slot0},
+                        {local_op::row_sq_dev_sum, step_kind::psum, stats_slot1},
+                        local_op::layer_norm_normalize);
   }
-  out.push(step<Rank>{step_kind::local_elementwise, step_operand::array, dim, dim, dim_spec{}, in,
-                      dim_spec{},
-                      backward ? local_op::layer_norm_grad : local_op::layer_norm_normalize});
-  return out;
-}
+};
 
 }  // namespace detail
 
 template <mesh_like Mesh, spec_like Spec, extents_like Extents, class T = float,
           unreduced_like Unreduced = unreduced<>, int Dim = -1>
-struct layer_norm_plan : detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
-                                               diagnostic::layer_norm_needs_floating_point> {
+struct layer_norm_plan
+    : detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
+                            diagnostic::layer_norm_needs_floating_point,
+                            detail::layer_norm_steps<false>> {
  private:
   using base = detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
-                                     diagnostic::layer_norm_needs_floating_point>;
-  static constexpr detail::step_array<base::rank, 5> list_ = detail::layer_norm_steps(
-      detail::spec_array_of<typename base::out_spec, base::rank>(), base::dim, false);
-  static constexpr detail::step_array<base::rank, 5> back_ = detail::layer_norm_steps(
-      detail::spec_array_of<typename base::out_spec, base::rank>(), base::dim, true);
+                                     diagnostic::layer_norm_needs_floating_point,
+                                     detail::layer_norm_steps<false>>;
+  static constexpr detail::step_array<base::rank, 5> back_ =
+      detail::layer_norm_steps<true>::of<base::rank>(
+          detail::spec_array_of<typename base::out_spec, base::rank>(), base::dim);
 
  public:
-  // The mesh axes Dim is sharded over: the row sums are all-reduced over them.
-  static constexpr dim_spec partial_axes = list_.steps[0].axes;
-
-  static constexpr std::array<step<base::rank>, list_.count> steps =
-      detail::take_steps<list_.count>(list_);
+  // partial_axes, steps, collectives, communicates, bytes_per_device, steps_for, describe():
+  // from detail::row_plan_base, shared with softmax_plan.
   static constexpr std::array<step<base::rank>, back_.count> backward_steps =
       detail::take_steps<back_.count>(back_);
-  static constexpr std::size_t collectives = detail::count_collectives(steps);
-  static constexpr bool communicates = collectives != 0;
-  static constexpr std::size_t bytes_per_device = base::bytes_of(steps);
-
-  // The steps for given extents: the same whatever they are.
-  static constexpr std::span<const step<base::rank>> steps_for(const shape<base::rank>&) {
-    return std::span<const step<base::rank>>(steps);
-  }
-
-  static std::string describe() { return detail::describe_calls(steps); }
   static std::string describe_backward() { return detail::describe_calls(backward_steps); }
 };
 

@@ -80,6 +80,12 @@ void check_matmul_operands(const A& a, const B& b) {
   check_matmul_extents(a.extents(), b.extents());
 }
 
+template <>
+struct front_wording<contraction_front::matmul>
+    : operand_wording<diagnostic::matmul_preferred_element_unsupported,
+                      diagnostic::matmul_meshes_differ, diagnostic::matmul_element_types_differ> {
+};
+
 }  // namespace detail
 
 // matmul<OutSpec>(a, b, preferred_element<U>): a . b over the last two dimensions, sharded
@@ -91,19 +97,9 @@ template <class OutSpec = auto_out, sharded_array_like A, sharded_array_like B, 
 [[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
-  if constexpr (!detail::check_contraction_operands<
-                    A, B, U, diagnostic::matmul_preferred_element_unsupported,
-                    diagnostic::matmul_meshes_differ, diagnostic::matmul_element_types_differ>()) {
-    return a;  // the diagnostic fired; stop here so nothing cascades
-  } else {
-    using plan = matmul_plan_for<A, B, OutSpec>;
-    if constexpr (!plan::valid) {
-      return a;  // the plan's diagnostic fired
-    } else {
-      detail::check_matmul_operands(a, b);
-      return detail::contraction_result<detail::matmul_subscripts<A::rank>(), plan, U>(a, b);
-    }
-  }
+  return detail::checked_contraction<matmul_plan_for<A, B, OutSpec>, U,
+                                     detail::front_wording<detail::contraction_front::matmul>>(
+      a, b, [](const auto& x, const auto& y) { detail::check_matmul_operands(x, y); });
 }
 
 // matmul<OutSpec>(a, b): the same, of the operands' element type.

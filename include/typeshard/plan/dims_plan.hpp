@@ -105,6 +105,27 @@ std::string shape_or_dyn_string(const std::array<std::size_t, Rank>& e) {
   return out + ")";
 }
 
+// `in` (spec entries or extents) with dimension d split into (major, minor) at d and d + 1.
+template <class E, std::size_t R>
+constexpr std::array<E, R + 1> split_dim_of(const std::array<E, R>& in, std::size_t d, E major,
+                                            E minor) {
+  std::array<E, R + 1> out{};
+  for (std::size_t i = 0; i < R; ++i) out[i < d ? i : i + 1] = in[i];
+  out[d] = major;
+  out[d + 1] = minor;
+  return out;
+}
+
+// The first OutRank entries of `in` without dimension m (with it, when !drop).
+template <std::size_t OutRank, class E, std::size_t R>
+constexpr std::array<E, OutRank> without_dim(const std::array<E, R>& in, std::size_t m,
+                                             bool drop) {
+  std::array<E, OutRank> out{};
+  for (std::size_t i = 0, o = 0; i < R && o < OutRank; ++i)
+    if (i != m || !drop) out[o++] = in[i];
+  return out;
+}
+
 // The plans' common members: no collective, no bytes moved, the input's unreduced axes.
 template <std::size_t Rank, class Unreduced>
 struct local_dims_plan {
@@ -222,19 +243,10 @@ struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1, Unreduced> {
   static constexpr bool checked_at_run_time = valid && !extent_static;
 
  private:
-  static constexpr detail::spec_array<out_rank> out_entries = [] {
-    detail::spec_array<out_rank> out{};
-    for (std::size_t i = 0; i < rank; ++i) out[i < D + 1 ? i : i + 1] = in_entries[i];
-    out[D + 1] = dim_spec{};
-    return out;
-  }();
-  static constexpr std::array<std::size_t, out_rank> out_static = [] {
-    std::array<std::size_t, out_rank> out{};
-    for (std::size_t i = 0; i < rank; ++i) out[i < D ? i : i + 1] = Extents::static_extents[i];
-    out[D] = Parts;
-    out[D + 1] = extent_static && Parts != 0 ? extent / Parts : dyn;
-    return out;
-  }();
+  static constexpr detail::spec_array<out_rank> out_entries =
+      detail::split_dim_of(in_entries, D, in_entries[D], dim_spec{});
+  static constexpr std::array<std::size_t, out_rank> out_static = detail::split_dim_of(
+      Extents::static_extents, D, Parts, extent_static && Parts != 0 ? extent / Parts : dyn);
 
  public:
   using out_spec = detail::dims_spec_of<out_entries>;
@@ -242,11 +254,7 @@ struct split_dim_plan : detail::local_dims_plan<Extents::rank + 1, Unreduced> {
   static constexpr bool copies_data = false;
 
   static constexpr shape<out_rank> out_shape(const shape<rank>& in) {
-    shape<out_rank> out{};
-    for (std::size_t i = 0; i < rank; ++i) out[i < D ? i : i + 1] = in[i];
-    out[D] = Parts;
-    out[D + 1] = Parts != 0 ? in[D] / Parts : 0;
-    return out;
+    return detail::split_dim_of(in, D, Parts, Parts != 0 ? in[D] / Parts : 0);
   }
   // Whether extents `in` split locally (what ts::split_dim checks at run time).
   static constexpr bool divides(const shape<rank>& in) { return Parts != 0 && in[D] % Parts == 0; }
@@ -306,16 +314,10 @@ struct merge_dims_plan
   static constexpr bool checked_at_run_time = valid && !local_for_any_extent && !both_static;
 
  private:
-  static constexpr detail::spec_array<out_rank> out_entries = [] {
-    detail::spec_array<out_rank> out{};
-    for (std::size_t i = 0, o = 0; i < rank && o < out_rank; ++i)
-      if (i != M || !in_range) out[o++] = in_entries[i];
-    return out;
-  }();
+  static constexpr detail::spec_array<out_rank> out_entries =
+      detail::without_dim<out_rank>(in_entries, M, in_range);
   static constexpr std::array<std::size_t, out_rank> out_static = [] {
-    std::array<std::size_t, out_rank> out{};
-    for (std::size_t i = 0, o = 0; i < rank && o < out_rank; ++i)
-      if (i != M || !in_range) out[o++] = Extents::static_extents[i];
+    auto out = detail::without_dim<out_rank>(Extents::static_extents, M, in_range);
     if (in_range) out[D] = both_static ? major * minor : dyn;
     return out;
   }();
@@ -326,9 +328,7 @@ struct merge_dims_plan
   static constexpr bool copies_data = false;
 
   static constexpr shape<out_rank> out_shape(const shape<rank>& in) {
-    shape<out_rank> out{};
-    for (std::size_t i = 0, o = 0; i < rank && o < out_rank; ++i)
-      if (i != M) out[o++] = in[i];
+    shape<out_rank> out = detail::without_dim<out_rank>(in, M, true);
     out[D] = in[D] * in[M];
     return out;
   }
@@ -349,9 +349,9 @@ struct merge_dims_plan
 
 namespace detail {
 
-// check_permute / check_split / check_merge<Plan>(): fire the one diagnostic of a plan's
-// problem (nothing when it is valid) and return Plan::valid, so the operation can stop
-// there without a second error.
+// check_permute / check_reshape<Plan>() (a split_dim_plan or merge_dims_plan): fire the one
+// diagnostic of a plan's problem (nothing when it is valid) and return Plan::valid, so the
+// operation can stop there without a second error.
 template <class Plan>
 constexpr bool check_permute() {
   static_assert(require<Plan::problem != dims_problem::permutation_invalid,
@@ -360,29 +360,22 @@ constexpr bool check_permute() {
 }
 
 template <class Plan>
-constexpr bool check_split() {
+constexpr bool check_reshape() {
   constexpr dims_problem p = Plan::problem;
-  static_assert(require<p != dims_problem::dimension_out_of_range,
-                        diagnostic::dimension_out_of_range<Plan::dim, Plan::rank>>::value);
-  static_assert(require<p != dims_problem::split_not_divisible,
-                        diagnostic::split_extent_not_divisible<Plan::dim, Plan::extent,
-                                                               Plan::parts>>::value);
-  static_assert(require<p != dims_problem::split_needs_communication,
-                        diagnostic::split_needs_communication<Plan::dim, Plan::parts,
-                                                              Plan::shards>>::value);
-  return Plan::valid;
-}
-
-template <class Plan>
-constexpr bool check_merge() {
-  constexpr dims_problem p = Plan::problem;
-  static_assert(require<p != dims_problem::dimension_out_of_range,
-                        diagnostic::dimension_out_of_range<Plan::dim, Plan::rank>>::value);
-  static_assert(require<p != dims_problem::merge_minor_sharded,
-                        diagnostic::merge_minor_sharded<Plan::dim>>::value);
-  static_assert(require<p != dims_problem::merge_needs_communication,
-                        diagnostic::merge_needs_communication<Plan::dim, Plan::major,
-                                                              Plan::shards>>::value);
+  if constexpr (p == dims_problem::dimension_out_of_range) {
+    static_assert(require<false, diagnostic::dimension_out_of_range<Plan::dim, Plan::rank>>::value);
+  } else if constexpr (p == dims_problem::split_not_divisible) {
+    static_assert(require<false, diagnostic::split_extent_not_divisible<Plan::dim, Plan::extent,
+                                                                        Plan::parts>>::value);
+  } else if constexpr (p == dims_problem::split_needs_communication) {
+    static_assert(require<false, diagnostic::split_needs_communication<Plan::dim, Plan::parts,
+                                                                       Plan::shards>>::value);
+  } else if constexpr (p == dims_problem::merge_minor_sharded) {
+    static_assert(require<false, diagnostic::merge_minor_sharded<Plan::dim>>::value);
+  } else if constexpr (p == dims_problem::merge_needs_communication) {
+    static_assert(require<false, diagnostic::merge_needs_communication<Plan::dim, Plan::major,
+                                                                       Plan::shards>>::value);
+  }
   return Plan::valid;
 }
 

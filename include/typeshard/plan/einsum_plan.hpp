@@ -221,10 +221,7 @@ struct einsum_form {
 
   static constexpr einsum_equation equation() { return equation_of<Subscripts>; }
   static constexpr einsum_shapes<rank> shapes() {
-    if constexpr (inputs_valid)
-      return nominal_einsum_shapes<LhsExtents, RhsExtents, rank>(sizeof(T));
-    else
-      return {};
+    return form_shapes<LhsExtents, RhsExtents, T, rank, inputs_valid>();
   }
   static constexpr einsum_choice<rank> make() {
     if constexpr (!inputs_valid) {
@@ -233,9 +230,6 @@ struct einsum_form {
       return einsum_choice_for<Subscripts, Mesh, LhsSpec, RhsSpec, OutSpec, LhsExtents,
                                RhsExtents, T, LhsUnreduced, RhsUnreduced, rank>();
     }
-  }
-  static constexpr einsum_step_list<rank> step_list() {
-    return einsum_steps_of<Mesh>(equation(), make(), shapes());
   }
 };
 
@@ -294,6 +288,7 @@ struct einsum_plan
   using mesh_type = Mesh;
   using value_type = T;
   static constexpr bool out_named = !std::is_same_v<OutSpec, auto_out>;
+  static constexpr einsum_subscripts subscripts() { return Subscripts; }
 
   // choice (the plan as a value, what ts::einsum executes), inputs_valid, valid, lhs_spec /
   // rhs_spec, lhs_gemm_spec / rhs_gemm_spec, local_spec / local_unreduced, out_spec /

@@ -161,10 +161,7 @@ struct matmul_form {
   }
 
   static constexpr einsum_shapes<rank> shapes() {
-    if constexpr (inputs_valid)
-      return nominal_einsum_shapes<LhsExtents, RhsExtents, rank>(sizeof(T));
-    else
-      return {};
+    return form_shapes<LhsExtents, RhsExtents, T, rank, inputs_valid>();
   }
   // (No equation for invalid inputs: their rank may be one matmul_equation rejects.)
   static constexpr einsum_equation equation() {
@@ -185,9 +182,6 @@ struct matmul_form {
                                      unreduced_list<RhsUnreduced>());
     }
   }
-  static constexpr einsum_step_list<rank> step_list() {
-    return einsum_steps_of<Mesh>(equation(), make(), shapes());
-  }
 };
 
 }  // namespace detail
@@ -203,6 +197,8 @@ struct matmul_plan
   using mesh_type = Mesh;
   using value_type = T;
   static constexpr bool out_named = !std::is_same_v<OutSpec, auto_out>;
+  // "xy,yz->xz", "axy,ayz->axz", ...: the einsum ts::matmul runs (for valid inputs).
+  static constexpr einsum_subscripts subscripts() { return detail::matmul_subscripts<rank>(); }
 
   // choice (the einsum plan as a value, what ts::matmul executes), inputs_valid, valid, the
   // specs, steps, collectives, communicates, bytes_moved, flops, extents_static,

@@ -50,31 +50,49 @@ namespace typeshard {
 
 namespace detail {
 
-// The row statistics' steps of softmax: the row maximum, its pmax, the row sum of exp(x -
-// max), its psum (the collectives only along a sharded dimension), then the normalisation.
+// One row statistic of a row operation: its local kernel (local_op::none: no statistic) and
+// the all-reduce completing it along a sharded dimension, with the slots that all-reduce takes.
+struct row_stat {
+  local_op op = local_op::none;
+  step_kind collective = step_kind::psum;
+  std::size_t slots = 0;
+};
+
+// The steps of a row operation along `dim` of an array sharded as `in`: for each statistic, a
+// `local_reduce` on the `stats` operand and, along a sharded dimension, its all-reduce; then
+// the `finish` pass (a `local_elementwise` step on the array).
 template <std::size_t Rank>
-constexpr step_array<Rank, 5> softmax_steps(const spec_array<Rank>& in, std::size_t dim,
-                                            bool log) {
+constexpr step_array<Rank, 5> row_op_steps(const spec_array<Rank>& in, std::size_t dim,
+                                           row_stat first, row_stat second, local_op finish) {
   step_array<Rank, 5> out;
   std::array<bool, Rank> mask{};
   mask[dim] = true;
   const dim_spec partial = partial_axes_of(in, mask);
   const spec_array<Rank> stats = without_reduced(in, mask);
-  const bool sharded = partial.count != 0;
-  const auto row_step = [&](step_kind kind, local_op op, std::size_t slots) {
-    const bool local = op != local_op::none;
-    return step<Rank>{kind,  step_operand::stats, dim, dim, partial, stats,
-                      local ? partial : dim_spec{}, op, reduction{}, {}, slots};
-  };
-  out.push(row_step(step_kind::local_reduce, local_op::row_max, 0));
-  if (sharded) out.push(row_step(step_kind::pmax, local_op::none, stats_slot0));
-  out.push(row_step(step_kind::local_reduce, local_op::row_exp_sum, 0));
-  if (sharded) out.push(row_step(step_kind::psum, local_op::none, stats_slot1));
+  for (const row_stat& r : {first, second}) {
+    if (r.op == local_op::none) continue;
+    out.push(step<Rank>{step_kind::local_reduce, step_operand::stats, dim, dim, partial, stats,
+                        partial, r.op, reduction{}, {}, 0});
+    if (partial.count != 0)
+      out.push(step<Rank>{r.collective, step_operand::stats, dim, dim, partial, stats,
+                          dim_spec{}, local_op::none, reduction{}, {}, r.slots});
+  }
   out.push(step<Rank>{step_kind::local_elementwise, step_operand::array, dim, dim, dim_spec{}, in,
-                      dim_spec{},
-                      log ? local_op::log_softmax_normalize : local_op::softmax_normalize});
+                      dim_spec{}, finish});
   return out;
 }
+
+// softmax's steps (Log: log_softmax's): the row maximum, its pmax, the row sum of exp(x -
+// max), its psum, then the normalisation.
+template <bool Log>
+struct softmax_steps {
+  template <std::size_t Rank>
+  static constexpr step_array<Rank, 5> of(const spec_array<Rank>& in, std::size_t dim) {
+    return row_op_steps(in, dim, {local_op::row_max, step_kind::pmax, stats_slot0},
+                        {local_op::row_exp_sum, step_kind::psum, stats_slot1},
+                        Log ? local_op::log_softmax_normalize : local_op::softmax_normalize);
+  }
+};
 
 // The rules of a row operation (rules 1, 3 and 7): one diagnostic fires at most; NotFloating<T>
 // is the operation's own for a non floating-point T.
@@ -93,11 +111,28 @@ constexpr bool check_row_op_inputs() {
   }
 }
 
-// What the plans of the row operations (softmax, log_softmax, layer_norm) share: their rules'
-// check (rules 1, 3 and 7; NotFloating<T> the diagnostic of a non floating-point T), the
-// dimension counted from the front, the result's sharding (the input's).
+// Bytes received per device by a row operation's collectives along `dim` (one accumulator
+// value per row: float for bfloat16), with static extents; 0 when an extent is dynamic.
+template <class Mesh, class Extents, class T, std::size_t Rank, std::size_t N>
+constexpr std::size_t row_op_bytes(const std::array<step<Rank>, N>& steps, bool valid,
+                                   std::size_t dim) {
+  if constexpr (Extents::all_static) {
+    if (!valid) return 0;
+    shape<Rank> g{};
+    for (std::size_t d = 0; d < Rank; ++d) g[d] = d == dim ? 1 : Extents::static_extents[d];
+    const std::size_t acc = std::is_same_v<T, bfloat16> ? sizeof(float) : sizeof(T);
+    return static_cast<std::size_t>(
+        bytes_received<Mesh>(steps, steps[0].spec_after, g, acc) + 0.5);
+  } else {
+    return 0;
+  }
+}
+
+// The plan of a row operation (softmax, log_softmax, layer_norm): its rules' check (rules 1,
+// 3 and 7; NotFloating<T> the diagnostic of a non floating-point T), the dimension counted
+// from the front, the result's sharding (the input's) and its steps, Steps::of(spec, dim).
 template <class Mesh, class Spec, class Extents, class T, class Unreduced, int Dim,
-          template <class> class NotFloating>
+          template <class> class NotFloating, class Steps>
 struct row_plan_base {
   static constexpr std::size_t rank = Extents::rank;
   using mesh_type = Mesh;
@@ -116,56 +151,47 @@ struct row_plan_base {
   using out_spec = typename padded_spec<Spec, rank>::type;
   using out_unreduced = unreduced<>;
 
-  // Bytes received per device by the row statistics' collectives (one accumulator value per
-  // row: float for bfloat16), with static extents; 0 when an extent is dynamic.
-  template <std::size_t N>
-  static constexpr std::size_t bytes_of(const std::array<step<rank>, N>& steps) {
-    if constexpr (Extents::all_static) {
-      if (!valid) return 0;
-      shape<rank> g{};
-      for (std::size_t d = 0; d < rank; ++d) g[d] = d == dim ? 1 : Extents::static_extents[d];
-      const std::size_t acc = std::is_same_v<T, bfloat16> ? sizeof(float) : sizeof(T);
-      return static_cast<std::size_t>(
-          bytes_received<Mesh>(steps, steps[0].spec_after, g, acc) + 0.5);
-    } else {
-      return 0;
-    }
+ private:
+  static constexpr step_array<rank, 5> list_ =
+      Steps::template of<rank>(spec_array_of<out_spec, rank>(), dim);
+
+ public:
+  // The mesh axes Dim is sharded over: the row statistics are all-reduced over them.
+  static constexpr dim_spec partial_axes = list_.steps[0].axes;
+
+  static constexpr std::array<step<rank>, list_.count> steps = take_steps<list_.count>(list_);
+  static constexpr std::size_t collectives = count_collectives(steps);
+  static constexpr bool communicates = collectives != 0;
+  static constexpr std::size_t bytes_per_device =
+      row_op_bytes<Mesh, Extents, T>(steps, valid, dim);
+
+  // The steps for given extents: the same whatever they are.
+  static constexpr std::span<const step<rank>> steps_for(const shape<rank>&) {
+    return std::span<const step<rank>>(steps);
   }
+
+  static std::string describe() { return describe_calls(steps); }
 };
 
 }  // namespace detail
 
 template <mesh_like Mesh, spec_like Spec, extents_like Extents, class T = float,
           unreduced_like Unreduced = unreduced<>, bool Log = false, int Dim = -1>
-struct softmax_plan : detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
-                                            diagnostic::mean_needs_floating_point> {
+struct softmax_plan
+    : detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
+                            diagnostic::mean_needs_floating_point, detail::softmax_steps<Log>> {
  private:
-  using base = detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
-                                     diagnostic::mean_needs_floating_point>;
-  static constexpr detail::step_array<base::rank, 5> list_ = detail::softmax_steps(
-      detail::spec_array_of<typename base::out_spec, base::rank>(), base::dim, Log);
+  using base =
+      detail::row_plan_base<Mesh, Spec, Extents, T, Unreduced, Dim,
+                            diagnostic::mean_needs_floating_point, detail::softmax_steps<Log>>;
 
  public:
   static constexpr bool log = Log;
   using stats_spec =
       typename detail::reduce_spec_types<typename base::out_spec, base::rank, struct auto_out,
                                          false, true, static_cast<int>(base::dim)>::local_type;
-
-  // The mesh axes Dim is sharded over: the row statistics are all-reduced over them.
-  static constexpr dim_spec partial_axes = list_.steps[0].axes;
-
-  static constexpr std::array<step<base::rank>, list_.count> steps =
-      detail::take_steps<list_.count>(list_);
-  static constexpr std::size_t collectives = detail::count_collectives(steps);
-  static constexpr bool communicates = collectives != 0;
-  static constexpr std::size_t bytes_per_device = base::bytes_of(steps);
-
-  // The steps for given extents: the same whatever they are.
-  static constexpr std::span<const step<base::rank>> steps_for(const shape<base::rank>&) {
-    return std::span<const step<base::rank>>(steps);
-  }
-
-  static std::string describe() { return detail::describe_calls(steps); }
+  // partial_axes, steps, collectives, communicates, bytes_per_device, steps_for, describe():
+  // from detail::row_plan_base, shared with layer_norm_plan.
 };
 
 // softmax_plan_for<X, Dim[, Log]>: the plan ts::softmax<Dim>(x) (Log: ts::log_softmax) runs.

@@ -88,11 +88,6 @@ struct window_payload {
 // Which row statistics a collective on `stats` all-reduces: its `payload`, a mask of slots.
 inline constexpr std::size_t stats_slot0 = 1, stats_slot1 = 2, stats_both = 3;
 
-// step_kind and step_operand under the names that reshard and matmul plans' users spell them.
-using reshard_step_kind = step_kind;
-using matmul_step_kind = step_kind;
-using matmul_operand = step_operand;
-
 constexpr const char* to_string(step_kind k) {
   switch (k) {
     case step_kind::all_gather: return "all_gather";

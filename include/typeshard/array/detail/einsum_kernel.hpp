@@ -69,32 +69,24 @@ einsum_gemm_layout<R> einsum_layout_of(const einsum_equation& eq, const shape<R>
   group(eq.out.data(), eq.out_rank, einsum_role::rhs_free, g.nk);
   group(eq.lhs.data(), eq.lhs_rank, einsum_role::contracting, g.nj);
   auto s = [&](char x) { return in_group[static_cast<unsigned char>(x)]; };
-  for (std::size_t l = 0; l < eq.lhs_rank; ++l) {
-    const char x = eq.lhs[l];
-    switch (eq.role(x)) {
-      case einsum_role::batch: g.a[l] = s(x) * g.ni * g.nj; break;
-      case einsum_role::lhs_free: g.a[l] = s(x) * g.nj; break;
-      case einsum_role::contracting: g.a[l] = s(x); break;
-      default: break;  // summed: stride 0, added up
+  // An operand's (or the output's) strides in its layout [batch][outer][inner], n_outer x
+  // n_inner per batch element; a summed letter keeps stride 0 (its values are added up).
+  auto strides = [&](const char* letters, std::size_t n, einsum_role outer, std::size_t n_outer,
+                     einsum_role inner, std::size_t n_inner, std::array<std::size_t, R>& out) {
+    for (std::size_t d = 0; d < n; ++d) {
+      const char x = letters[d];
+      const einsum_role role = eq.role(x);
+      if (role == einsum_role::batch) out[d] = s(x) * n_outer * n_inner;
+      else if (role == outer) out[d] = s(x) * n_inner;
+      else if (role == inner) out[d] = s(x);
     }
-  }
-  for (std::size_t r = 0; r < eq.rhs_rank; ++r) {
-    const char x = eq.rhs[r];
-    switch (eq.role(x)) {
-      case einsum_role::batch: g.b[r] = s(x) * g.nj * g.nk; break;
-      case einsum_role::contracting: g.b[r] = s(x) * g.nk; break;
-      case einsum_role::rhs_free: g.b[r] = s(x); break;
-      default: break;
-    }
-  }
-  for (std::size_t o = 0; o < eq.out_rank; ++o) {
-    const char x = eq.out[o];
-    switch (eq.role(x)) {
-      case einsum_role::batch: g.c[o] = s(x) * g.ni * g.nk; break;
-      case einsum_role::lhs_free: g.c[o] = s(x) * g.nk; break;
-      default: g.c[o] = s(x); break;
-    }
-  }
+  };
+  strides(eq.lhs.data(), eq.lhs_rank, einsum_role::lhs_free, g.ni, einsum_role::contracting,
+          g.nj, g.a);
+  strides(eq.rhs.data(), eq.rhs_rank, einsum_role::contracting, g.nj, einsum_role::rhs_free,
+          g.nk, g.b);
+  strides(eq.out.data(), eq.out_rank, einsum_role::lhs_free, g.ni, einsum_role::rhs_free, g.nk,
+          g.c);
   return g;
 }
 

@@ -83,12 +83,9 @@ class mpi_watchdog {
   void release() {
     if (comm_ == MPI_COMM_NULL) return;
     serve();
-    for (;;) {  // late answers to a round that ended
-      int flag = 0;
-      MPI_Status st;
-      MPI_Iprobe(MPI_ANY_SOURCE, reply_tag, comm_, &flag, &st);
-      if (!flag) break;
-      (void)receive(st.MPI_SOURCE, reply_tag);
+    int from = 0;
+    std::string late;
+    while (poll(reply_tag, from, late)) {  // late answers to a round that ended: dropped
     }
     for (outgoing& o : sends_) MPI_Request_free(&o.request);  // delivered or dropped
     sends_.clear();
@@ -155,35 +152,31 @@ class mpi_watchdog {
     MPI_Isend(o.payload.data(), static_cast<int>(o.payload.size()), MPI_CHAR, to, tag, comm_,
               &o.request);
   }
-  std::string receive(int from, int tag) {
+  // Receives a pending message of `tag` from any rank: true, with its sender and text; false
+  // when none is pending.
+  bool poll(int tag, int& from, std::string& text) {
+    int flag = 0;
     MPI_Status st;
-    MPI_Probe(from, tag, comm_, &st);
+    MPI_Iprobe(MPI_ANY_SOURCE, tag, comm_, &flag, &st);
+    if (!flag) return false;
+    from = st.MPI_SOURCE;
     int n = 0;
     MPI_Get_count(&st, MPI_CHAR, &n);
-    std::string s(static_cast<std::size_t>(n), '\0');
-    MPI_Recv(s.data(), n, MPI_CHAR, from, tag, comm_, MPI_STATUS_IGNORE);
-    return s;
+    text.assign(static_cast<std::size_t>(n), '\0');
+    MPI_Recv(text.data(), n, MPI_CHAR, from, tag, comm_, MPI_STATUS_IGNORE);
+    return true;
   }
 
   // Answers pending queries with this rank's wait; a verdict from a peer aborts the job.
   void serve() {
-    for (;;) {
-      int flag = 0;
-      MPI_Status st;
-      MPI_Iprobe(MPI_ANY_SOURCE, query_tag, comm_, &flag, &st);
-      if (!flag) break;
-      const std::string round = receive(st.MPI_SOURCE, query_tag);
-      send(st.MPI_SOURCE, reply_tag, round + '\n' + current_.encode());
-    }
-    int flag = 0;
-    MPI_Status st;
-    MPI_Iprobe(MPI_ANY_SOURCE, verdict_tag, comm_, &flag, &st);
-    if (flag) {
-      const std::string from = receive(st.MPI_SOURCE, verdict_tag);
+    int from = 0;
+    std::string text;
+    while (poll(query_tag, from, text)) send(from, reply_tag, text + '\n' + current_.encode());
+    if (poll(verdict_tag, from, text)) {
       std::fprintf(stderr,
                    "typeshard: rank %d of %d: rank %s found a collective deadlock (its report "
                    "lists every rank); this rank waits in %s\n",
-                   rank_, size_, from.c_str(), current_.what.c_str());
+                   rank_, size_, text.c_str(), current_.what.c_str());
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -210,16 +203,13 @@ class mpi_watchdog {
 
   // Reads answers; true when every rank has answered the open round.
   bool collect() {
-    for (;;) {
-      int flag = 0;
-      MPI_Status st;
-      MPI_Iprobe(MPI_ANY_SOURCE, reply_tag, comm_, &flag, &st);
-      if (!flag) break;
-      const std::string s = receive(st.MPI_SOURCE, reply_tag);
+    int from = 0;
+    std::string s;
+    while (poll(reply_tag, from, s)) {
       const std::size_t nl = s.find('\n');
       if (nl == std::string::npos) continue;
       if (std::strtoull(s.c_str(), nullptr, 10) != round_.number) continue;  // stale
-      const auto r = static_cast<std::size_t>(st.MPI_SOURCE);
+      const auto r = static_cast<std::size_t>(from);
       if (round_.have[r]) continue;
       round_.have[r] = 1;
       round_.answers[r] = mpi_wait::decode(s.substr(nl + 1));

@@ -11,7 +11,7 @@
 // into A * B is the same equation read backwards, and needs the minor dimension unsharded.
 // Statically known violations are these compile errors; dynamic extents throw shape_error.
 //
-// Checked in: plan/dims_plan.hpp (detail::check_permute, check_split, check_merge), called by
+// Checked in: plan/dims_plan.hpp (detail::check_permute, check_reshape), called by
 // ops/dims.hpp; array/block.hpp (ts::transpose of a sharded array).
 // Compile-fail tests: tests/compile_fail/rule8_*.cpp. Table: docs/rules.md.
 // Each message is a class template in ts::diagnostic whose fire() holds the static_assert;

@@ -32,11 +32,8 @@ namespace typeshard::kernels::detail {
 // The tile: 14 rows x 32 float columns, as the float AVX-512 kernel's.
 inline constexpr std::size_t micro_avx512_bf16_mr = 14;
 inline constexpr std::size_t micro_avx512_bf16_nr = 32;
-}  // namespace typeshard::kernels::detail
 
 #if defined(TYPESHARD_GEMM_X86)
-
-namespace typeshard::kernels::detail {
 
 #define TYPESHARD_GEMM_AVX512_BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
 
@@ -94,6 +91,6 @@ TYPESHARD_GEMM_AVX512_BF16_TARGET void micro_kernel_avx512_bf16(std::size_t kc,
 
 #undef TYPESHARD_DPBF16
 
-}  // namespace typeshard::kernels::detail
-
 #endif  // TYPESHARD_GEMM_X86
+
+}  // namespace typeshard::kernels::detail

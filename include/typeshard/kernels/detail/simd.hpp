@@ -35,25 +35,12 @@ typedef double f64x4_u __attribute__((vector_size(32), may_alias, aligned(aligno
 typedef float f32x16_u __attribute__((vector_size(64), may_alias, aligned(alignof(float))));
 typedef double f64x8_u __attribute__((vector_size(64), may_alias, aligned(alignof(double))));
 
-// vec<T, Bytes>::type: the vector of T that is Bytes wide, for kernels written once for float
-// and double (a trait, not std::conditional_t: that drops the vector types' attributes).
+// vec<T, Bytes>::type: the vector of T that is Bytes wide (f32x8 for vec<float, 32>, ...), for
+// kernels written once for float and double (a trait, not std::conditional_t: that drops the
+// vector types' attributes).
 template <class T, std::size_t Bytes>
-struct vec;
-template <>
-struct vec<float, 32> {
-  using type = f32x8;
-};
-template <>
-struct vec<double, 32> {
-  using type = f64x4;
-};
-template <>
-struct vec<float, 64> {
-  using type = f32x16;
-};
-template <>
-struct vec<double, 64> {
-  using type = f64x8;
+struct vec {
+  typedef T type __attribute__((vector_size(Bytes)));
 };
 
 // The rounding argument of the AVX-512 builtins: the current mode (_MM_FROUND_CUR_DIRECTION).

@@ -1,9 +1,8 @@
 // typeshard/kernels/detail/vector_math_body.hpp: exp and tanh of float vectors, written once
 // with GCC / Clang vector extensions and included once per SIMD level by vector_math.hpp
 // (no include guard), inside a namespace that defines:
-//   V, I, U, H                 a float vector, the int32 and uint32 vectors of the same
-//                              width, and the uint16 vector of as many lanes
-//   TYPESHARD_VM_TARGET        the level's __attribute__((target(...)))
+//   V                          a float vector (simd.hpp)
+//   TYPESHARD_VM_TARGET        the level's __attribute__((target(...))), undefined at the end
 //   fma(V, V, V)               a * b + c, rounded once
 // Internal: use kernels/vector_math.hpp.
 //
@@ -15,6 +14,11 @@
 // (truncation below 1e-8 absolute), else sign(x) (1 - 2 / (exp(2 |x|) + 1)), |x| clamped to
 // 10 (tanh is 1 in float beyond 9.1). Accuracy against the correctly rounded values: see
 // tests/unit/vector_math.cpp (it asserts the bounds it measures).
+
+// The int32 and uint32 vectors of V's width, and the uint16 vector of as many lanes.
+using I = simd::vec<int, sizeof(V)>::type;
+using U = simd::vec<unsigned, sizeof(V)>::type;
+using H = simd::vec<unsigned short, sizeof(V) / 2>::type;
 
 TYPESHARD_VM_TARGET inline V splat(float x) { return V{} + x; }
 TYPESHARD_VM_TARGET inline I splat_int(int x) { return I{} + x; }
@@ -190,3 +194,5 @@ TYPESHARD_VM_TARGET inline float exp_sum(const float* x, float shift, float* y,
   }
   return sum;
 }
+
+#undef TYPESHARD_VM_TARGET

@@ -10,8 +10,8 @@
 //   extents_static, inputs_valid (rules 1 and 2 on the inputs; a diagnostic fired if not);
 //   check_choice<problem, letter, axis>() (fires the diagnostic of a planner's problem);
 //   equation(), make() (the einsum choice), shapes() (the nominal shapes it was chosen
-//   for), step_list() (the steps the operation runs): functions that build their value
-//   afresh on each call, since g++ 12 mis-evaluates some copies out of a constexpr object.
+//   for, form_shapes below): functions that build their value afresh on each call, since
+//   g++ 12 mis-evaluates some copies out of a constexpr object.
 #pragma once
 
 #include <array>
@@ -29,6 +29,15 @@
 #include "einsum_subscripts.hpp"
 
 namespace typeshard::detail {
+
+// A Form's shapes(): the nominal shapes of its extents, rank R (none for invalid inputs).
+template <class LhsExtents, class RhsExtents, class T, std::size_t R, bool InputsValid>
+constexpr einsum_shapes<R> form_shapes() {
+  if constexpr (InputsValid)
+    return nominal_einsum_shapes<LhsExtents, RhsExtents, R>(sizeof(T));
+  else
+    return {};
+}
 
 // A plan's einsum choice for bytes_moved and flops: a class of its own, so the planner runs
 // for it only in a program that calls them (a static member of contraction_members would be
@@ -51,7 +60,9 @@ struct contraction_members {
   static constexpr std::size_t R = Form::rank;
   using Mesh = typename Form::mesh_type;
   static constexpr std::size_t element_size = sizeof(typename Form::value_type);
-  static constexpr auto list_ = Form::step_list();
+  // The steps the operation runs, for the nominal shapes.
+  static constexpr auto list_ = einsum_steps_of<Mesh>(Form::equation(), Form::make(),
+                                                      Form::shapes());
   // The cost for the nominal shapes, computed once (needed with static extents only).
   static constexpr plan_cost nominal_ = [] {
     if constexpr (Form::extents_static)
