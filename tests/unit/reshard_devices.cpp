@@ -1,11 +1,14 @@
 // reshard beyond spec pairs: onto a reordering of the device mesh (seed 002's permuted
 // devices), onto a different device set or another backend's (seed 002's mismatch, moved),
 // static extents (the plan decided at compile time, uneven included), no-op reshards
-// sharing the shards, and the efficient paths matmul builds on (one collective, no copy).
+// sharing the shards, the efficient paths matmul builds on (one collective, no copy), and the
+// all-reduce of an array no one else holds written back into its own blocks.
 #include <catch2/catch.hpp>
 
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <typeshard/typeshard.hpp>
 
@@ -114,4 +117,42 @@ TEST_CASE("reshard: nothing to do shares the shards; one step writes straight in
   using slice = ts::reshard_plan_for<decltype(r), ts::spec<"y", "x">>;
   static_assert(ts::communication_free<slice>);
   CHECK(ts::to_host(ts::reshard<ts::spec<"y", "x">>(r)) == host);
+}
+
+TEST_CASE("reshard of an array no one else holds all-reduces into its own blocks", "[reshard]") {
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  std::mt19937 rng(seed());
+  const auto ha = random_tensor(4, 6, rng), hb = random_tensor(6, 3, rng);
+  ts::host_tensor<float, 2> fa({4, 6}), fb({6, 3}), want({4, 3});
+  for (std::size_t i = 0; i < fa.size(); ++i) fa.values()[i] = static_cast<float>(ha.values()[i]);
+  for (std::size_t i = 0; i < fb.size(); ++i) fb.values()[i] = static_cast<float>(hb.values()[i]);
+  for (std::size_t i = 0; i < 4; ++i)  // small integers: every order of summing is exact
+    for (std::size_t j = 0; j < 3; ++j)
+      for (std::size_t k = 0; k < 6; ++k) want(i, j) += fa(i, k) * fb(k, j);
+  const auto a = ts::device_put<ts::spec<"x", "y">>(m, fa);
+  const auto b = ts::device_put<ts::spec<"y", ts::none>>(m, fb);
+  using out = ts::spec<"x", ts::none>;
+  const auto blocks = [](const auto& u) {
+    std::vector<const float*> p;
+    for (std::size_t i = 0; i < 4; ++i) p.push_back(u.local_data(i).data());
+    return p;
+  };
+  // A temporary or a moved array held alone: the psum over "y" writes into its blocks.
+  auto u = ts::matmul(a, b);  // unreduced over "y"
+  static_assert(decltype(u)::unreduced_type::size == 1);
+  const auto before = blocks(u);
+  const auto r = ts::reshard<out>(std::move(u));
+  CHECK(blocks(r) == before);
+  CHECK(ts::to_host(r) == want);
+  CHECK(ts::to_host(ts::reshard<out>(ts::matmul(a, b))) == want);
+  // Shared with another array, or named: new blocks, the input left as it was.
+  auto shared = ts::matmul(a, b);
+  const auto copy = shared;
+  const auto r2 = ts::reshard<out>(std::move(shared));
+  CHECK(blocks(r2) != blocks(copy));
+  CHECK(ts::to_host(ts::reshard<out>(copy)) == want);  // copy still holds the partial sums
+  const auto named = ts::matmul(a, b);
+  CHECK(ts::to_host(ts::reshard<out>(named)) == want);
+  CHECK(ts::to_host(ts::reshard<out>(named)) == want);
 }

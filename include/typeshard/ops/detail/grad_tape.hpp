@@ -111,8 +111,8 @@ G embed(const C& c) {
 // of an intermediate value of type A: resharded to A's spec, fully reduced (the plan
 // chooses the collectives: psum, psum_scatter, all_gather, slice).
 template <class A, class Raw>
-cotangent_t<A> to_cotangent(const Raw& raw) {
-  return retype<cotangent_t<A>>(reshard<typename A::spec>(raw));
+cotangent_t<A> to_cotangent(Raw&& raw) {  // a dying raw is resharded in place (ops/reshard.hpp)
+  return retype<cotangent_t<A>>(reshard<typename A::spec>(std::forward<Raw>(raw)));
 }
 
 // The unreduced axes of a parameter P's contribution from a backward result of type Raw.
