@@ -156,3 +156,33 @@ TEST_CASE("reshard of an array no one else holds all-reduces into its own blocks
   CHECK(ts::to_host(ts::reshard<out>(named)) == want);
   CHECK(ts::to_host(ts::reshard<out>(named)) == want);
 }
+
+TEST_CASE("the gradient tape adds a contribution into a sum it holds alone", "[reshard][grad]") {
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  std::mt19937 rng(seed());
+  ts::host_tensor<float, 2> hs({4, 6}), hc({4, 6}), want({4, 6});
+  std::uniform_real_distribution<float> v(-1, 1);
+  for (std::size_t i = 0; i < hs.size(); ++i) {
+    hs.values()[i] = v(rng);
+    hc.values()[i] = v(rng);
+    want.values()[i] = hs.values()[i] + hc.values()[i];  // the same rounding as the tape's
+  }
+  const auto c = ts::device_put<ts::spec<"x", "y">>(m, hc);
+  auto sum = ts::device_put<ts::spec<"x", "y">>(m, hs);
+  const auto data = [](const auto& a) {
+    std::vector<const float*> p;
+    for (std::size_t i = 0; i < 4; ++i) p.push_back(a.local_data(i).data());
+    return p;
+  };
+  const auto before = data(sum);
+  ts::detail::accumulate(sum, c);  // held alone: into its own blocks
+  CHECK(data(sum) == before);
+  CHECK(ts::to_host(sum) == want);
+  auto shared = ts::device_put<ts::spec<"x", "y">>(m, hs);
+  const auto other = shared;  // shares its blocks: a new sum, `other` left as it was
+  ts::detail::accumulate(shared, c);
+  CHECK(data(shared) != data(other));
+  CHECK(ts::to_host(shared) == want);
+  CHECK(ts::to_host(other) == hs);
+}

@@ -14,12 +14,14 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "../../array/sharded_array.hpp"
+#include "../../backend/backend.hpp"
 #include "../../core/errors.hpp"
 #include "../../array/detail/buffer.hpp"
 #include "../../plan/grad_plan.hpp"
@@ -142,6 +144,38 @@ C add_same(const C& a, const C& b) {
   return zip_shards<C>(a, b, fn::plus);
 }
 
+// b[p] added into a[p] at every addressable position p (a float or double sum: the additions
+// add_same makes, each rounded once). On values: one instantiation per element type.
+template <class T>
+TYPESHARD_NOINLINE void add_into_blocks(backend& be, std::span<const device_id> devices,
+                                        std::vector<buffer<T>>& a,
+                                        const std::vector<buffer<T>>& b) {
+  be.run(devices, [&](std::size_t p) {
+    T* x = a[p].data();
+    const T* y = b[p].data();
+    for (std::size_t i = 0, n = a[p].size(); i < n; ++i) x[i] += y[i];
+  });
+}
+
+// sum = add_same(sum, c), written into sum's own blocks when no other array shares them
+// (a gradient sum the tape holds alone: no new blocks per contribution).
+template <class C>
+void accumulate(C& sum, const C& c) {
+  using T = typename C::value_type;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (sum.extents() != c.extents()) throw_add_same_extents_differ();
+    if (sum.shared_shards().use_count() == 1 && sum.shared_shards() != c.shared_shards()) {
+      const auto& m = sum.device_mesh();
+      // The vector is never const (detail::share_blocks); sum alone holds it.
+      add_into_blocks<T>(m.get_backend(), std::span<const device_id>(m.devices()),
+                         const_cast<std::vector<buffer<T>>&>(*sum.shared_shards()),
+                         *c.shared_shards());
+      return;
+    }
+  }
+  sum = add_same(sum, c);
+}
+
 // ---- the tape ------------------------------------------------------------------------------
 
 struct grad_node {
@@ -189,7 +223,7 @@ struct value_node final : grad_node {
 
   void add(const Cot& c) {
     if (grad)
-      grad = add_same(*grad, c);
+      accumulate(*grad, c);
     else
       grad = c;
   }
@@ -215,8 +249,7 @@ struct leaf_store {
   void add(const C& c) {
     for (auto& [key, part] : parts)
       if (key == &type_key<C>) {
-        C& sum = *static_cast<C*>(part.get());
-        sum = add_same(sum, c);
+        accumulate(*static_cast<C*>(part.get()), c);
         return;
       }
     parts.emplace_back(&type_key<C>,
