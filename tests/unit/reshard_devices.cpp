@@ -1,11 +1,14 @@
 // reshard beyond spec pairs: onto a reordering of the device mesh (seed 002's permuted
 // devices), onto a different device set or another backend's (seed 002's mismatch, moved),
 // static extents (the plan decided at compile time, uneven included), no-op reshards
-// sharing the shards, and the efficient paths matmul builds on (one collective, no copy).
+// sharing the shards, the efficient paths matmul builds on (one collective, no copy), and the
+// all-reduce of an array no one else holds written back into its own blocks.
 #include <catch2/catch.hpp>
 
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <typeshard/typeshard.hpp>
 
@@ -114,4 +117,68 @@ TEST_CASE("reshard: nothing to do shares the shards; one step writes straight in
   using slice = ts::reshard_plan_for<decltype(r), ts::spec<"y", "x">>;
   static_assert(ts::communication_free<slice>);
   CHECK(ts::to_host(ts::reshard<ts::spec<"y", "x">>(r)) == host);
+}
+
+TEST_CASE("reshard of an array no one else holds all-reduces into its own blocks", "[reshard]") {
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  std::mt19937 rng(seed());
+  const auto host = random_tensor(4, 6, rng);
+  ts::host_tensor<int, 1> want({4});
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t j = 0; j < 6; ++j) want(i) += host(i, j);
+  const auto a = ts::device_put<ts::spec<"x", "y">>(m, host);
+  using out = ts::spec<"x">;
+  const auto blocks = [](const auto& u) {
+    std::vector<const int*> p;
+    for (std::size_t i = 0; i < 4; ++i) p.push_back(u.local_data(i).data());
+    return p;
+  };
+  // A temporary or a moved array held alone: the psum over "y" writes into its blocks.
+  auto u = ts::sum<1>(a);  // spec<"x">, unreduced over "y"
+  static_assert(decltype(u)::unreduced_type::size == 1);
+  const auto before = blocks(u);
+  const auto r = ts::reshard<out>(std::move(u));
+  CHECK(blocks(r) == before);
+  CHECK(ts::to_host(r) == want);
+  CHECK(ts::to_host(ts::reshard<out>(ts::sum<1>(a))) == want);
+  // Shared with another array, or named: new blocks, the input left as it was.
+  auto shared = ts::sum<1>(a);
+  const auto copy = shared;
+  const auto r2 = ts::reshard<out>(std::move(shared));
+  CHECK(blocks(r2) != blocks(copy));
+  CHECK(ts::to_host(ts::reshard<out>(copy)) == want);  // copy still holds the partial sums
+  const auto named = ts::sum<1>(a);
+  CHECK(ts::to_host(ts::reshard<out>(named)) == want);
+  CHECK(ts::to_host(ts::reshard<out>(named)) == want);
+}
+
+TEST_CASE("the gradient tape adds a contribution into a sum it holds alone", "[reshard][grad]") {
+  ts::cpu_devices devices{4};
+  ts::device_mesh<mesh_2x2> m{devices};
+  std::mt19937 rng(seed());
+  ts::host_tensor<float, 2> hs({4, 6}), hc({4, 6}), want({4, 6});
+  std::uniform_real_distribution<float> v(-1, 1);
+  for (std::size_t i = 0; i < hs.size(); ++i) {
+    hs.values()[i] = v(rng);
+    hc.values()[i] = v(rng);
+    want.values()[i] = hs.values()[i] + hc.values()[i];  // the same rounding as the tape's
+  }
+  const auto c = ts::device_put<ts::spec<"x", "y">>(m, hc);
+  auto sum = ts::device_put<ts::spec<"x", "y">>(m, hs);
+  const auto data = [](const auto& a) {
+    std::vector<const float*> p;
+    for (std::size_t i = 0; i < 4; ++i) p.push_back(a.local_data(i).data());
+    return p;
+  };
+  const auto before = data(sum);
+  ts::detail::accumulate(sum, c);  // held alone: into its own blocks
+  CHECK(data(sum) == before);
+  CHECK(ts::to_host(sum) == want);
+  auto shared = ts::device_put<ts::spec<"x", "y">>(m, hs);
+  const auto other = shared;  // shares its blocks: a new sum, `other` left as it was
+  ts::detail::accumulate(shared, c);
+  CHECK(data(shared) != data(other));
+  CHECK(ts::to_host(shared) == want);
+  CHECK(ts::to_host(other) == hs);
 }

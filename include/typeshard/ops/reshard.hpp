@@ -13,7 +13,9 @@
 // one executor of plans (detail/executor.hpp): one multi-device operation in which every
 // device walks the steps on its own block, each step writing a new block straight from the
 // previous one (the collective is the only copy; a local slice is one copy of the kept part). A
-// plan with no step returns an array sharing the input's shards. The input is never modified.
+// plan with no step returns an array sharing the input's shards. The input is never modified,
+// unless it is about to die (a temporary, std::move(a)) and no other array shares its shards:
+// an all-reduce then writes its result back into the input's blocks, which the result adopts.
 //
 // Unreduced inputs are reduced on the way (rule 3): psum if the target is replicated over
 // the unreduced axis, psum_scatter if it shards a dimension over it. Sums run in rank
@@ -70,6 +72,18 @@ auto reshard_keeping(const sharded_array<T, Mesh, S, E, U>& a) {
   }
 }
 
+// The same on an array about to die: a plan with steps runs on its blocks when no other array
+// shares them (detail::run_plan), so an all-reduce writes back into them.
+template <spec_like Spec, unreduced_like Keep, class T, class Mesh, class S, class E, class U>
+auto reshard_keeping(sharded_array<T, Mesh, S, E, U>&& a) {
+  using plan = reshard_plan<Mesh, S, Spec, E, U, Keep>;
+  using result = sharded_array<T, Mesh, Spec, E, Keep>;
+  if constexpr (!plan::valid || (plan::even_steps.size() == 0 && plan::uneven_steps.size() == 0))
+    return reshard_keeping<Spec, Keep>(std::as_const(a));
+  else
+    return result(adopt_shards, a.device_mesh(), a.extents(), run_plan<plan>(std::move(a)));
+}
+
 // The first of Axes that U does not contain, or an empty name.
 template <class U, axis_name... Axes>
 constexpr axis_name first_not_in() {
@@ -104,6 +118,15 @@ template <spec_like Spec, sharded_array_like A>
 [[nodiscard]] auto reshard(const A& a, detail::source_site loc = detail::source_site::current()) {
   const detail::call_site_scope site(loc);
   return detail::reshard_keeping<Spec, unreduced<>>(a);
+}
+
+// reshard<Spec>(std::move(a)), or of a temporary: the same, and when no other array shares
+// a's blocks an all-reduce writes its result back into them instead of into new blocks.
+template <spec_like Spec, class A>
+  requires(sharded_array_like<A> && !std::is_reference_v<A> && !std::is_const_v<A>)
+[[nodiscard]] auto reshard(A&& a, detail::source_site loc = detail::source_site::current()) {
+  const detail::call_site_scope site(loc);
+  return detail::reshard_keeping<Spec, unreduced<>>(std::move(a));
 }
 
 // reshard<Spec>(a, target): the same values sharded by Spec on another device mesh of the

@@ -385,4 +385,42 @@ std::vector<buffer<T>> run_plan(const sharded_array<T, Mesh, Spec, Extents, U>& 
                                      reshard_steps_for<Plan, Mesh, Rank>(a.extents()));
 }
 
+// Runs `steps` on blocks taken over from an array that no one else holds (`blocks`, by
+// position, left empty): each device's block is the steps' own first buffer, so an all-reduce
+// writes back into it (operand_steps.hpp, all_reduce_in_place) and a plan of reductions only
+// returns the very buffers it was given. One instantiation per element type and rank.
+template <class T, std::size_t Rank>
+TYPESHARD_NOINLINE std::vector<buffer<T>> run_plan_on_owned_blocks(
+    backend& b, std::span<const device_id> devices, const mesh_value& mv,
+    const shape<Rank>& global, std::vector<buffer<T>>& blocks, const spec_array<Rank>& from,
+    std::span<const step<Rank>> steps) {
+  std::vector<buffer<T>> out(mv.size);
+  b.run(devices, [&](std::size_t p) {
+    device_state<T, Rank> st;
+    operand_block<T, Rank>& x = st.in[static_cast<std::size_t>(step_operand::array)];
+    x = operand_block<T, Rank>(nullptr, from, global);
+    x.adopt(std::move(blocks[p]), from);
+    run_steps<T, Rank, T, no_kernels>(b, mv, p, steps, st);
+    take_slices<T, Rank>(mv, p, x);
+    out[p] = std::move(x.owned);
+  });
+  return out;
+}
+
+// Runs reshard plan Plan on the blocks of `a`, an array about to die: taken over when no other
+// array shares them (the vector is never const: detail::share_blocks), else copied from as
+// run_plan(a) does.
+template <class Plan, class T, class Mesh, class Spec, class Extents, class U>
+std::vector<buffer<T>> run_plan(sharded_array<T, Mesh, Spec, Extents, U>&& a) {
+  if (a.shared_shards().use_count() != 1) return run_plan<Plan>(std::as_const(a));
+  constexpr std::size_t Rank = Extents::rank;
+  const device_mesh<Mesh>& m = a.device_mesh();
+  auto& blocks = const_cast<std::vector<buffer<T>>&>(*a.shared_shards());
+  return run_plan_on_owned_blocks<T, Rank>(m.get_backend(),
+                                           std::span<const device_id>(m.devices()),
+                                           mesh_value_of<Mesh>(), a.extents(), blocks,
+                                           spec_array_of<typename Plan::from_spec, Rank>(),
+                                           reshard_steps_for<Plan, Mesh, Rank>(a.extents()));
+}
+
 }  // namespace typeshard::detail

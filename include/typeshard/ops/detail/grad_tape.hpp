@@ -14,12 +14,14 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "../../array/sharded_array.hpp"
+#include "../../backend/backend.hpp"
 #include "../../core/errors.hpp"
 #include "../../array/detail/buffer.hpp"
 #include "../../plan/grad_plan.hpp"
@@ -111,8 +113,8 @@ G embed(const C& c) {
 // of an intermediate value of type A: resharded to A's spec, fully reduced (the plan
 // chooses the collectives: psum, psum_scatter, all_gather, slice).
 template <class A, class Raw>
-cotangent_t<A> to_cotangent(const Raw& raw) {
-  return retype<cotangent_t<A>>(reshard<typename A::spec>(raw));
+cotangent_t<A> to_cotangent(Raw&& raw) {  // a dying raw is resharded in place (ops/reshard.hpp)
+  return retype<cotangent_t<A>>(reshard<typename A::spec>(std::forward<Raw>(raw)));
 }
 
 // The unreduced axes of a parameter P's contribution from a backward result of type Raw.
@@ -140,6 +142,38 @@ template <class C>
 C add_same(const C& a, const C& b) {
   if (a.extents() != b.extents()) throw_add_same_extents_differ();
   return zip_shards<C>(a, b, fn::plus);
+}
+
+// b[p] added into a[p] at every addressable position p (a float or double sum: the additions
+// add_same makes, each rounded once). On values: one instantiation per element type.
+template <class T>
+TYPESHARD_NOINLINE void add_into_blocks(backend& be, std::span<const device_id> devices,
+                                        std::vector<buffer<T>>& a,
+                                        const std::vector<buffer<T>>& b) {
+  be.run(devices, [&](std::size_t p) {
+    T* x = a[p].data();
+    const T* y = b[p].data();
+    for (std::size_t i = 0, n = a[p].size(); i < n; ++i) x[i] += y[i];
+  });
+}
+
+// sum = add_same(sum, c), written into sum's own blocks when no other array shares them
+// (a gradient sum the tape holds alone: no new blocks per contribution).
+template <class C>
+void accumulate(C& sum, const C& c) {
+  using T = typename C::value_type;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (sum.extents() != c.extents()) throw_add_same_extents_differ();
+    if (sum.shared_shards().use_count() == 1 && sum.shared_shards() != c.shared_shards()) {
+      const auto& m = sum.device_mesh();
+      // The vector is never const (detail::share_blocks); sum alone holds it.
+      add_into_blocks<T>(m.get_backend(), std::span<const device_id>(m.devices()),
+                         const_cast<std::vector<buffer<T>>&>(*sum.shared_shards()),
+                         *c.shared_shards());
+      return;
+    }
+  }
+  sum = add_same(sum, c);
 }
 
 // ---- the tape ------------------------------------------------------------------------------
@@ -189,7 +223,7 @@ struct value_node final : grad_node {
 
   void add(const Cot& c) {
     if (grad)
-      grad = add_same(*grad, c);
+      accumulate(*grad, c);
     else
       grad = c;
   }
@@ -215,8 +249,7 @@ struct leaf_store {
   void add(const C& c) {
     for (auto& [key, part] : parts)
       if (key == &type_key<C>) {
-        C& sum = *static_cast<C*>(part.get());
-        sum = add_same(sum, c);
+        accumulate(*static_cast<C*>(part.get()), c);
         return;
       }
     parts.emplace_back(&type_key<C>,

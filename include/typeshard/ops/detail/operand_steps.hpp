@@ -3,7 +3,7 @@
 // not rely on anything in detail/.
 //
 // A collective writes a new block straight from the previous one (the collective is the only
-// copy); a local slice is pending until something needs the block (consecutive slices are one
+// copy), an all-reduce of a block the step owns writes back into it; a local slice is pending until something needs the block (consecutive slices are one
 // copy of the kept part, and the GEMM reads a pending slice in place). Templates of the
 // element type and rank only: the mesh is a value (core/detail/mesh_value.hpp).
 #pragma once
@@ -70,6 +70,29 @@ void take_slices(const mesh_value& m, std::size_t p, operand_block<T, Rank>& x) 
   x.adopt(std::move(next), x.spec);
 }
 
+// A psum, pmax or pmin step on a block x owns (made by an earlier step, or taken from an
+// array that no one else holds): reduced in place, its own buffer the collective's receiving
+// block (each member sums its 1/n slice of every member's block and writes it back into
+// every block: the backend reads and writes each slice by one member only, so a block may be
+// both a send and a receive buffer). True if it ran; a block x does not own is left alone.
+template <class T, std::size_t Rank>
+bool all_reduce_in_place(backend& b, const mesh_value& m, std::size_t p, const step<Rank>& s,
+                         operand_block<T, Rank>& x) {
+  if (s.kind != step_kind::psum && s.kind != step_kind::pmax && s.kind != step_kind::pmin)
+    return false;
+  if (x.owned.size() == 0 || x.owned.data() != x.data ||
+      host_tensor<T, Rank>::element_count(local_shape_of(m, s.spec_after, x.global, p)) !=
+          x.owned.size())
+    return false;
+  const reduce_op op = s.kind == step_kind::psum   ? reduce_op::sum
+                       : s.kind == step_kind::pmax ? reduce_op::max
+                                                   : reduce_op::min;
+  b.all_reduce(backend_group(group_of(m, s.axes, p)), element_type_of<T>, op, x.owned.data(),
+               x.owned.data(), x.owned.size());
+  x.held = x.spec = s.spec_after;
+  return true;
+}
+
 // Runs one collective or slice step on block x at position p (a local kernel step is the
 // executor's: nothing here).
 template <class T, std::size_t Rank>
@@ -81,6 +104,7 @@ void run_step(backend& b, const mesh_value& m, std::size_t p, const step<Rank>& 
   }
   if (!s.communicates()) return;
   take_slices<T, Rank>(m, p, x);
+  if (all_reduce_in_place<T, Rank>(b, m, p, s, x)) return;
   const shape<Rank> cur_shape = local_shape_of(m, x.held, x.global, p);
   buffer<T> next(host_tensor<T, Rank>::element_count(local_shape_of(m, s.spec_after, x.global, p)));
   const group_members g = group_of(m, s.axes, p);

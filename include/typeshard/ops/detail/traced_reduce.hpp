@@ -177,6 +177,16 @@ template <spec_like Spec, traced_like X>
                         [](const auto& g) { return g; }, detail::describe_reshard<X, Spec>{});
 }
 
+// The same on a dying traced value (a temporary): its value is resharded in place when no
+// other array shares its blocks (ops/reshard.hpp).
+template <spec_like Spec, class X>
+  requires(traced_like<X> && !std::is_reference_v<X> && !std::is_const_v<X>)
+[[nodiscard]] auto reshard(X&& x) {
+  auto value = typeshard::reshard<Spec>(std::move(x).take_value());
+  return detail::record(std::move(value), x, [](const auto& g) { return g; },
+                        detail::describe_reshard<X, Spec>{});
+}
+
 template <axis_name... Axes, traced_like X>
   requires(sizeof...(Axes) >= 1)
 [[nodiscard]] auto psum(const X& x) {

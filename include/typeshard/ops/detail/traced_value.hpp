@@ -63,6 +63,7 @@ class traced {
   const typeshard::device_mesh<mesh_type>& device_mesh() const { return value_.device_mesh(); }
 
   // Internals for the ops below and ts::value_and_grad.
+  Array take_value() && { return std::move(value_); }  // an op on a dying value reuses it
   const std::shared_ptr<detail::grad_tape>& tape() const { return tape_; }
   detail::value_node<cotangent_type>* node() const { return node_; }
 
@@ -150,7 +151,7 @@ struct sink<traced<A, C, L, P>> {
       node = x.node();
   }
   template <class Raw>
-  void deliver(const Raw& raw) const {
+  void deliver(Raw raw) const {  // by value: an intermediate's cotangent reshards it in place
     if constexpr (L >= 0)
       store->add(to_contribution<A>(raw));
     else if constexpr (L <= -2 && std::is_same_v<typename Raw::value_type, float>)
@@ -158,7 +159,7 @@ struct sink<traced<A, C, L, P>> {
     else if constexpr (L <= -2)
       store->add(to_contribution<float_array_t<A>>(typeshard::astype<float>(raw)));
     else
-      node->add(to_cotangent<A>(raw));
+      node->add(to_cotangent<A>(std::move(raw)));
   }
 };
 
