@@ -44,6 +44,12 @@ if(_ts_cuda_wanted)
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()
     enable_language(CUDA)
+    # NCCL as an imported target: the installed package defines the same name from the
+    # library it finds on the consumer's machine (typeshardConfig.cmake).
+    add_library(typeshard::nccl UNKNOWN IMPORTED)
+    set_target_properties(typeshard::nccl PROPERTIES
+      IMPORTED_LOCATION "${TYPESHARD_NCCL_LIBRARY}"
+      INTERFACE_INCLUDE_DIRECTORIES "${TYPESHARD_NCCL_INCLUDE_DIR}")
     set(TYPESHARD_HAVE_CUDA TRUE)
     message(STATUS "typeshard: typeshard::cuda available (CUDA ${CUDAToolkit_VERSION}, "
                    "NCCL ${TYPESHARD_NCCL_LIBRARY}, architectures ${CMAKE_CUDA_ARCHITECTURES})")

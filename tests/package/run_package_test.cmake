@@ -5,6 +5,9 @@
 #                          check that typeshard came from PREFIX, build, run the consumer
 #   MODE=add_subdirectory  same with -DTYPESHARD_SOURCE_DIR=<typeshard source tree>
 #
+# EXPECT_RUNTIME / EXPECT_CUDA: the parent build has typeshard::runtime / typeshard::cuda, so
+# the find_package consumer must find them (typeshard::cuda: where it was not built, the
+# consumer asking for COMPONENTS cuda must fail to configure, saying why).
 # Also: CONFIG, GENERATOR, MAKE_PROGRAM, CXX_COMPILER, CXX_FLAGS, CXX_FLAGS_CONFIG (the parent
 # build's).
 
@@ -71,6 +74,17 @@ endif()
 
 run_step("configure" ${_configure})
 
+if(MODE STREQUAL "find_package" AND NOT EXPECT_CUDA)
+  message("==> configure with REQUIRE_CUDA=ON (must fail: no typeshard::cuda here)")
+  execute_process(COMMAND ${_configure} -B "${WORK_DIR}-require-cuda" -DREQUIRE_CUDA=ON
+                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+  file(REMOVE_RECURSE "${WORK_DIR}-require-cuda")
+  if(_rc EQUAL 0 OR NOT _out MATCHES "typeshard::cuda unavailable: ")
+    message(FATAL_ERROR "package test: find_package(typeshard COMPONENTS cuda) should fail "
+                        "saying why where typeshard::cuda was not built (exit ${_rc}):\n${_out}")
+  endif()
+endif()
+
 if(MODE STREQUAL "find_package")
   # The package must be the one just installed, not one found elsewhere on the machine.
   file(STRINGS "${WORK_DIR}/CMakeCache.txt" _dir_line REGEX "^typeshard_DIR:")
@@ -85,9 +99,9 @@ endif()
 
 run_step("build" "${CMAKE_COMMAND}" --build "${WORK_DIR}" ${_config_args})
 
-# The header-only consumer always; the one linking typeshard::runtime whenever the package
-# (or source tree) provides that target, which the consumer's configure output says.
-foreach(_name typeshard_consumer typeshard_consumer_runtime)
+# The header-only consumer always; the ones linking typeshard::runtime and typeshard::cuda
+# whenever the package (or source tree) provides that target.
+foreach(_name typeshard_consumer typeshard_consumer_runtime typeshard_consumer_cuda)
   set(_exe "${WORK_DIR}/${_name}${CMAKE_EXECUTABLE_SUFFIX}")
   if(NOT EXISTS "${_exe}" AND DEFINED CONFIG
      AND EXISTS "${WORK_DIR}/${CONFIG}/${_name}${CMAKE_EXECUTABLE_SUFFIX}")
@@ -96,6 +110,13 @@ foreach(_name typeshard_consumer typeshard_consumer_runtime)
   if(_name STREQUAL "typeshard_consumer_runtime" AND NOT EXISTS "${_exe}")
     if(EXPECT_RUNTIME)
       message(FATAL_ERROR "package test (${MODE}): typeshard::runtime was built here but the "
+                          "consumer found no such target")
+    endif()
+    continue()
+  endif()
+  if(_name STREQUAL "typeshard_consumer_cuda" AND NOT EXISTS "${_exe}")
+    if(EXPECT_CUDA AND MODE STREQUAL "find_package")
+      message(FATAL_ERROR "package test (${MODE}): typeshard::cuda was built here but the "
                           "consumer found no such target")
     endif()
     continue()
