@@ -6,12 +6,16 @@
 // communication ledger, which equals what a communication_recorder sees eagerly.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include <typeshard/ops/jit.hpp>
 #include <typeshard/typeshard.hpp>
@@ -258,4 +262,66 @@ TEST_CASE("jit: lower() records each device's program and the communication ledg
   const std::string printed = lowered.to_string();
   CHECK_THAT(printed, Catch::Contains("communication ledger") && Catch::Contains("psum"));
   for (const ts::jit_step& s : ledger) CHECK(!s.call_site.empty());  // the call that ran it
+}
+
+// ---- SPMD execution: context switches per step ------------------------------------------------
+namespace {
+// The context switches of the whole process so far (getrusage): voluntary (a thread blocked,
+// in a condition variable or a mutex) and involuntary (preempted, or gave its core away).
+std::pair<long, long> context_switches() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return {u.ru_nvcsw, u.ru_nivcsw};
+}
+
+// The fewest voluntary switches per call of `step` over a few batches of calls, and the
+// involuntary ones of that batch.
+template <class Step, class... Args>
+std::pair<double, double> switches_per_step(const Step& step, const Args&... args) {
+  (void)step(args...);  // the fibers' stacks, the kernels' buffers
+  std::pair<double, double> fewest{1e30, 0};
+  for (int batch = 0; batch < 4; ++batch) {
+    const auto before = context_switches();
+    for (int call = 0; call < 8; ++call) (void)step(args...);
+    const auto after = context_switches();
+    const double voluntary = static_cast<double>(after.first - before.first) / 8;
+    if (voluntary < fewest.first)
+      fewest = {voluntary, static_cast<double>(after.second - before.second) / 8};
+  }
+  return fewest;
+}
+}  // namespace
+
+// Each device's program runs start to end and meets the others only in collectives; on fibers
+// (the default) a device waiting in a collective hands its worker to another device, and a
+// worker thread blocks only when none of its devices can run: at most twice per collective
+// (both barriers of it). Two kernel slots, so two workers on any machine. On a thread per
+// device (TYPESHARD_PROGRAM_EXECUTION=threads, where this test fails), the 8 device threads
+// block at each collective the others are late to (a GEMM of about a millisecond per device,
+// 8 devices on 2 slots) and for each kernel slot. Robust on a loaded machine: the test counts
+// voluntary switches only, i.e. this process's threads blocking (the mechanism), not
+// involuntary ones (another process preempting ours, or a waiting thread's yield giving the
+// core to one). A preempted worker can make the other wait long enough to block (over 200
+// us), so the test takes the fewest per step over a few batches of calls.
+TEST_CASE("jit: a step's devices switch threads at most twice per collective", "[jit]") {
+  ts::cpu_devices devices{8, 2};
+  ts::device_mesh<mesh_2x4> m{devices};
+  using h_spec = ts::spec<"data", "model">;
+  const std::size_t rows = 512, k = 512, hidden = 512;
+  const auto x = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{rows, k}, 1));
+  const auto w1 =
+      ts::device_put<ts::spec<none, "model">>(m, random_tensor(ts::shape<2>{k, hidden}, 2));
+  const auto w2 =
+      ts::device_put<ts::spec<"model", none>>(m, random_tensor(ts::shape<2>{hidden, 5}, 3));
+  const auto step = ts::jit(chain<h_spec>);
+  const std::size_t collectives = step.lower(x, w1, w2).ledger(0).size();
+  REQUIRE(collectives > 0);
+  const auto [voluntary, involuntary] = switches_per_step(step, x, w1, w2);
+  INFO("collectives per step " << collectives << "; context switches per step: voluntary "
+       << voluntary << ", involuntary " << involuntary << " (not counted), "
+       << (devices.program_execution_mode() == ts::program_execution::fibers
+               ? "fibers" : "device threads"));
+  WARN("collectives per step " << collectives << "; context switches per step: voluntary "
+       << voluntary << ", involuntary " << involuntary);
+  CHECK(voluntary <= 2.0 * static_cast<double>(collectives));
 }

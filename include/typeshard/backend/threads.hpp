@@ -78,7 +78,8 @@ TYPESHARD_DEFERRED thread_device_context*& current_fiber_device();
 // workers as kernels may run at once (concurrent_kernels(), by default the cores), at most
 // one per device, the calling thread being one of them: a device waiting in a collective
 // hands its worker to another device, and a worker sleeps only when none of its devices can
-// run. `device_threads` runs each device's program on its device's thread, which blocks in
+// run. A small program (the previous one took under detail::fiber_small_program on several
+// workers, or under 4 times that on one) runs on the calling thread alone, waking no other. `device_threads` runs each device's program on its device's thread, which blocks in
 // every collective it waits in. The environment variable TYPESHARD_PROGRAM_EXECUTION
 // (`fibers` or `threads`), read when a pool is made, sets a pool's default.
 enum class program_execution { fibers, device_threads };
@@ -238,6 +239,7 @@ class basic_cpu_devices final : public backend {
   // SPMD programs on fibers (made by the first such program, under run_mutex_): one fiber
   // per device, and the workers (min(kernel slots, devices); worker 0 is the caller's thread).
   program_execution execution_ = program_execution::fibers;
+  bool small_program_ = false;  // the last program was small: the next runs on one worker
   std::size_t fiber_stack_bytes_;
   std::unique_ptr<detail::fiber_device[]> fibers_;
   std::unique_ptr<detail::fiber_worker[]> fiber_workers_;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +59,12 @@ namespace typeshard::detail {
 // below it (an overflow faults rather than corrupting memory); pages are committed only
 // as they are touched. cpu_devices::set_fiber_stack_bytes changes it.
 inline constexpr std::size_t default_fiber_stack_bytes = std::size_t{8} << 20;
+
+// A program that took less than this on several workers runs on one (the caller's thread)
+// next time, and one that took 4 times this on one runs on several again: about the cost of
+// waking a thread and meeting it in a few collectives on the machines here (a few tens of
+// microseconds each, docs/reference/backend/threads.md), against work it would share.
+inline constexpr std::chrono::microseconds fiber_small_program{100};
 
 class fiber_worker;
 

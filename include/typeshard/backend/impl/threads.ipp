@@ -393,8 +393,17 @@ bool basic_cpu_devices<Unused>::run_program(detail::function_ref<void(std::size_
     start_and_join(all_devices_, each, true);
     return true;
   }
+  // A small program runs on the calling thread alone: waking a worker and meeting it in
+  // each collective would cost more than the work it takes over (see fiber_small_program).
+  const std::size_t most = std::min(kernel_slots_, device_count_);
+  const std::size_t workers = small_program_ ? 1 : most;
   detail::thread_job programs(all_devices_, each);
-  run_fibers(programs, std::min(kernel_slots_, device_count_));
+  const auto start = std::chrono::steady_clock::now();
+  run_fibers(programs, workers);
+  const auto took = std::chrono::steady_clock::now() - start;
+  if (most > 1)
+    small_program_ = workers == 1 ? took < 4 * detail::fiber_small_program
+                                  : took < detail::fiber_small_program;
   detail::rethrow_first_program_failure({programs.failures.get(), device_count_});
   return true;
 }
