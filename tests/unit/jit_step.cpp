@@ -2,8 +2,10 @@
 // of running it eagerly, on 1d and 2d meshes (on all of a pool's devices or some of them):
 // a matmul and collective chain, an MLP training step (ts::value_and_grad and ZeRO-1 Adam over
 // a parameter tree) for several steps; failures inside a device's program reach the caller as
-// eager mode throws them and never hang; lower() records each device's program and the
-// communication ledger, which equals what a communication_recorder sees eagerly.
+// eager mode throws them and never hang (programs as fibers and on device threads); lower()
+// records each device's program and the communication ledger, which equals what a
+// communication_recorder sees eagerly; a step's device threads block at most twice per
+// collective of the ledger (getrusage).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -145,9 +147,12 @@ void check_training(const ts::device_mesh<Mesh>& m) {
 
 TEST_CASE("jit: a matmul and collective chain equals eager mode bitwise", "[jit]") {
   ts::cpu_devices devices{8};
-  check_chain(ts::device_mesh<mesh_1d>{devices, {4, 5, 6, 7}}, 7, 12);  // half the pool
-  check_chain(ts::device_mesh<mesh_2x2>{devices, {0, 1, 2, 3}}, 6, 4);
-  check_chain(ts::device_mesh<mesh_2x4>{devices}, 9, 16);
+  for (const auto how : {ts::program_execution::fibers, ts::program_execution::device_threads}) {
+    devices.set_program_execution(how);
+    check_chain(ts::device_mesh<mesh_1d>{devices, {4, 5, 6, 7}}, 7, 12);  // half the pool
+    check_chain(ts::device_mesh<mesh_2x2>{devices, {0, 1, 2, 3}}, 6, 4);
+    check_chain(ts::device_mesh<mesh_2x4>{devices}, 9, 16);
+  }
 }
 
 TEST_CASE("jit: an MLP training step (value_and_grad, ZeRO-1 Adam) equals eager mode", "[jit]") {
@@ -158,69 +163,76 @@ TEST_CASE("jit: an MLP training step (value_and_grad, ZeRO-1 Adam) equals eager 
 
 TEST_CASE("jit: failures in a device's program are thrown as eagerly, never a hang", "[jit]") {
   ts::cpu_devices devices{8};
-  ts::device_mesh<mesh_2x4> m{devices};
-  const auto a = ts::device_put<ts::spec<"data", "model">>(m, random_tensor(ts::shape<2>{4, 8}, 7));
-  // Device 5 fails inside an operation while its peers wait for it in a collective.
-  const auto failing = [](const auto& x) {
-    const auto f = ts::shard_map<mesh_2x4, ts::spec<"data", "model">, ts::spec<"data", "model">>(
-        [](const ts::shard_context<mesh_2x4>& c, const auto& b) {
-          if (c.position() == 5) throw std::logic_error("device 5 fails");
-          return ts::psum<"model">(b);
-        });
-    return ts::reshard<ts::spec<none, none>>(f(x) * 2.0f);
-  };
-  std::string eager_what;
-  try {
-    (void)failing(a);
-    FAIL("no exception");
-  } catch (const ts::device_error& e) {
-    CHECK(e.device() == 5);
-    eager_what = e.what();
-  }
-  const auto step = ts::jit(failing);
-  for (int call = 0; call < 2; ++call) {
+  // Programs as fibers (the default, on several workers and, once small, on one) and on
+  // device threads: the same failures.
+  for (const auto how : {ts::program_execution::fibers, ts::program_execution::device_threads}) {
+    devices.set_program_execution(how);
+    INFO((how == ts::program_execution::fibers ? "fibers" : "device threads"));
+    ts::device_mesh<mesh_2x4> m{devices};
+    const auto a =
+        ts::device_put<ts::spec<"data", "model">>(m, random_tensor(ts::shape<2>{4, 8}, 7));
+    // Device 5 fails inside an operation while its peers wait for it in a collective.
+    const auto failing = [](const auto& x) {
+      const auto f = ts::shard_map<mesh_2x4, ts::spec<"data", "model">, ts::spec<"data", "model">>(
+          [](const ts::shard_context<mesh_2x4>& c, const auto& b) {
+            if (c.position() == 5) throw std::logic_error("device 5 fails");
+            return ts::psum<"model">(b);
+          });
+      return ts::reshard<ts::spec<none, none>>(f(x) * 2.0f);
+    };
+    std::string eager_what;
     try {
-      (void)step(a);
+      (void)failing(a);
       FAIL("no exception");
     } catch (const ts::device_error& e) {
       CHECK(e.device() == 5);
+      eager_what = e.what();
+    }
+    const auto step = ts::jit(failing);
+    for (int call = 0; call < 2; ++call) {
+      try {
+        (void)step(a);
+        FAIL("no exception");
+      } catch (const ts::device_error& e) {
+        CHECK(e.device() == 5);
+        CHECK(std::string(e.what()) == eager_what);
+      }
+    }
+    // Devices of a group that call different collectives: the usage_error (each device's call
+    // and call site), as a device_error, as eagerly.
+    const auto mismatched = [](const auto& x) {
+      const auto f = ts::shard_map<mesh_2x4, ts::spec<"data", "model">, ts::spec<"data", "model">>(
+          [](const ts::shard_context<mesh_2x4>& c, const auto& b) {
+            if (c.position() == 1) return ts::pmax<"model">(b);  // its peers call psum
+            return ts::psum<"model">(b);
+          });
+      return f(x);
+    };
+    try {
+      (void)mismatched(a);
+      FAIL("no exception");
+    } catch (const ts::device_error& e) {
+      eager_what = e.what();
+    }
+    CHECK_THAT(eager_what, Catch::Contains("same collectives in the same order"));
+    try {
+      (void)ts::jit(mismatched)(a);
+      FAIL("no exception");
+    } catch (const ts::device_error& e) {
+      CHECK_THROWS_AS(std::rethrow_exception(e.original()), ts::usage_error);
       CHECK(std::string(e.what()) == eager_what);
     }
+    // A host-side failure (every device's program throws it): rethrown as it is.
+    const auto host_failure = ts::jit([](const auto& x) {
+      if (x.extent(0) == 4) throw std::invalid_argument("bad extent");
+      return x;
+    });
+    CHECK_THROWS_AS(host_failure(a), std::invalid_argument);
+    // The pool works on afterwards, eagerly and compiled.
+    const auto twice =
+        ts::jit([](const auto& x) { return ts::reshard<ts::spec<none, none>>(x + x); });
+    require_bitwise(twice(a), ts::reshard<ts::spec<none, none>>(a + a));
   }
-  // Devices of a group that call different collectives: the usage_error (each device's call
-  // and call site), as a device_error, as eagerly.
-  const auto mismatched = [](const auto& x) {
-    const auto f = ts::shard_map<mesh_2x4, ts::spec<"data", "model">, ts::spec<"data", "model">>(
-        [](const ts::shard_context<mesh_2x4>& c, const auto& b) {
-          if (c.position() == 1) return ts::pmax<"model">(b);  // its peers call psum
-          return ts::psum<"model">(b);
-        });
-    return f(x);
-  };
-  try {
-    (void)mismatched(a);
-    FAIL("no exception");
-  } catch (const ts::device_error& e) {
-    eager_what = e.what();
-  }
-  CHECK_THAT(eager_what, Catch::Contains("same collectives in the same order"));
-  try {
-    (void)ts::jit(mismatched)(a);
-    FAIL("no exception");
-  } catch (const ts::device_error& e) {
-    CHECK_THROWS_AS(std::rethrow_exception(e.original()), ts::usage_error);
-    CHECK(std::string(e.what()) == eager_what);
-  }
-  // A host-side failure (every device's program throws it): rethrown as it is.
-  const auto host_failure = ts::jit([](const auto& x) {
-    if (x.extent(0) == 4) throw std::invalid_argument("bad extent");
-    return x;
-  });
-  CHECK_THROWS_AS(host_failure(a), std::invalid_argument);
-  // The pool works on afterwards, eagerly and compiled.
-  const auto twice =
-      ts::jit([](const auto& x) { return ts::reshard<ts::spec<none, none>>(x + x); });
-  require_bitwise(twice(a), ts::reshard<ts::spec<none, none>>(a + a));
 }
 
 TEST_CASE("jit: lower() records each device's program and the communication ledger", "[jit]") {
@@ -321,7 +333,5 @@ TEST_CASE("jit: a step's devices switch threads at most twice per collective", "
        << voluntary << ", involuntary " << involuntary << " (not counted), "
        << (devices.program_execution_mode() == ts::program_execution::fibers
                ? "fibers" : "device threads"));
-  WARN("collectives per step " << collectives << "; context switches per step: voluntary "
-       << voluntary << ", involuntary " << involuntary);
   CHECK(voluntary <= 2.0 * static_cast<double>(collectives));
 }

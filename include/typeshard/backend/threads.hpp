@@ -79,9 +79,10 @@ TYPESHARD_DEFERRED thread_device_context*& current_fiber_device();
 // one per device, the calling thread being one of them: a device waiting in a collective
 // hands its worker to another device, and a worker sleeps only when none of its devices can
 // run. A small program (the previous one took under detail::fiber_small_program on several
-// workers, or under 4 times that on one) runs on the calling thread alone, waking no other. `device_threads` runs each device's program on its device's thread, which blocks in
-// every collective it waits in. The environment variable TYPESHARD_PROGRAM_EXECUTION
-// (`fibers` or `threads`), read when a pool is made, sets a pool's default.
+// workers, or under 4 times that on one) runs on the calling thread alone, waking no other.
+// `device_threads` runs each device's program on its device's thread, which blocks in every
+// collective it waits in. The environment variable TYPESHARD_PROGRAM_EXECUTION (`fibers` or
+// `threads`), read when a pool is made, sets a pool's default.
 enum class program_execution { fibers, device_threads };
 
 // ts::cpu_devices is basic_cpu_devices<>, a class template of an unused parameter for the
@@ -122,16 +123,17 @@ class basic_cpu_devices final : public backend {
   }
   std::string_view platform() const override { return "cpu"; }
 
-  // Runs program(d) for every device d of the pool at once, each on its device's thread, as
-  // one SPMD program (ts::jit): each thread sees the pool as an MPI rank sees its job
-  // (is_addressable(d) for its own device only; each operation's run() calls the device's
-  // part inline, without waking another thread) and meets the others only in collectives,
-  // which keep every check and the deadlock detection of a run. If programs throw, the
-  // others are released from any collective they wait in, all are joined, and the first
-  // failure (by device, a device that failed on its own before one released because of it)
-  // is rethrown as it was thrown. Returns false, running nothing, when called from inside a
-  // program of this pool (the caller is already one device's program); usage_error from
-  // inside a run() body. `listener`, if any, hears each device's local steps.
+  // Runs program(d) for every device d of the pool at once, as one SPMD program (ts::jit),
+  // as fibers or each on its device's thread (program_execution): each device sees the pool
+  // as an MPI rank sees its job (is_addressable(d) for its own device only; each operation's
+  // run() calls the device's part inline, without waking another thread) and meets the
+  // others only in collectives, which keep every check and the deadlock detection of a run.
+  // If programs throw, the others are released from any collective they wait in, all are
+  // joined, and the first failure (by device, a device that failed on its own before one
+  // released because of it) is rethrown as it was thrown. Returns false, running nothing,
+  // when called from inside a program of this pool (the caller is already one device's
+  // program); usage_error from inside a run() body. `listener`, if any, hears each device's
+  // local steps.
   bool run_program(detail::function_ref<void(std::size_t)> program,
                    detail::program_listener* listener = nullptr) override;
   std::size_t concurrent_kernels() const { return kernel_slots_; }

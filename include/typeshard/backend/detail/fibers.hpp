@@ -14,7 +14,8 @@
 // Sanitizers: the switches carry AddressSanitizer's and ThreadSanitizer's fiber annotations
 // (__sanitizer_start_switch_fiber / __sanitizer_finish_switch_fiber, __tsan_create_fiber /
 // __tsan_switch_to_fiber / __tsan_destroy_fiber), so both follow the stacks and the
-// happens-before of a switch.
+// happens-before of a switch. (AddressSanitizer still prints once that it "doesn't fully
+// support makecontext/swapcontext": its warning for any use, annotated or not.)
 #pragma once
 
 #include <atomic>
@@ -107,6 +108,15 @@ class fiber {
     home_ = &home;
     done_ = false;
     next_parked = nullptr;
+#if defined(TYPESHARD_FIBERS_ASAN)
+    fake_stack_ = nullptr;  // the last program's was released by its final switch
+#endif
+#if defined(TYPESHARD_FIBERS_TSAN)
+    // A fresh one: the last program's ended inside its frames, which ThreadSanitizer's
+    // shadow stack of the fiber still holds.
+    __tsan_destroy_fiber(tsan_);
+    tsan_ = __tsan_create_fiber(0);
+#endif
     getcontext(&context_);
     context_.uc_stack.ss_sp = stack_;
     context_.uc_stack.ss_size = stack_bytes_;

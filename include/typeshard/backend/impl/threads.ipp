@@ -334,7 +334,9 @@ void basic_cpu_devices<Unused>::run_fibers(detail::thread_job& programs, std::si
     for (std::size_t d = 0; d < device_count_; ++d) n += worker_of(d) == w;
     return n;
   };
-  const auto others = [&](std::size_t i) { detail::run_fiber_worker(fiber_workers_[i + 1], live(i + 1)); };
+  const auto others = [&](std::size_t i) {
+    detail::run_fiber_worker(fiber_workers_[i + 1], live(i + 1));
+  };
   const std::span<const device_id> helpers = std::span(all_devices_).subspan(1, workers - 1);
   detail::thread_job threads(helpers, others);
   for (std::size_t d = 0; d < device_count_; ++d) {
@@ -353,6 +355,7 @@ template <class Unused>
 void basic_cpu_devices<Unused>::set_program_execution(program_execution how) {
   std::lock_guard operation(run_mutex_);
   execution_ = how;
+  small_program_ = false;
 }
 
 template <class Unused>
