@@ -335,3 +335,22 @@ TEST_CASE("jit: a step's devices switch threads at most twice per collective", "
                ? "fibers" : "device threads"));
   CHECK(voluntary <= 2.0 * static_cast<double>(collectives));
 }
+
+// A step whose work is small (well under 100 us, detail::fiber_small_program) runs on the
+// calling thread alone from its second call: no thread is woken and none blocks, so the
+// process makes no voluntary context switch (robust as above: preemption is involuntary; the
+// fewest over a few batches, in case a preempted call took long enough to run on two workers
+// once). On device threads every call wakes the 8 device threads (and each blocks again).
+TEST_CASE("jit: a small step runs on the calling thread alone", "[jit]") {
+  ts::cpu_devices devices{8, 2};
+  ts::device_mesh<mesh_2x4> m{devices};
+  const auto a = ts::device_put<ts::spec<"data", "model">>(m, random_tensor(ts::shape<2>{4, 8}, 7));
+  const auto step =
+      ts::jit([](const auto& x) { return ts::reshard<ts::spec<none, none>>(x + x); });
+  require_bitwise(step(a), ts::reshard<ts::spec<none, none>>(a + a));
+  const auto [voluntary, involuntary] = switches_per_step(step, a);
+  INFO("context switches per step: voluntary " << voluntary << ", involuntary "
+       << involuntary << " (not counted)");
+  CHECK(voluntary == 0);
+  require_bitwise(step(a), ts::reshard<ts::spec<none, none>>(a + a));
+}
