@@ -13,6 +13,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -337,20 +338,24 @@ TEST_CASE("jit: a step's devices switch threads at most twice per collective", "
 }
 
 // A step whose work is small (well under 100 us, detail::fiber_small_program) runs on the
-// calling thread alone from its second call: no thread is woken and none blocks, so the
-// process makes no voluntary context switch (robust as above: preemption is involuntary; the
-// fewest over a few batches, in case a preempted call took long enough to run on two workers
-// once). On device threads every call wakes the 8 device threads (and each blocks again).
+// calling thread alone from its second call: every device's program runs on it (on device
+// threads, each on its own), no thread is woken and none blocks, so the process makes no
+// voluntary context switch (robust as above: preemption is involuntary; the fewest over a few
+// batches, in case a preempted call took long enough to run on two workers once).
 TEST_CASE("jit: a small step runs on the calling thread alone", "[jit]") {
   ts::cpu_devices devices{8, 2};
   ts::device_mesh<mesh_2x4> m{devices};
   const auto a = ts::device_put<ts::spec<"data", "model">>(m, random_tensor(ts::shape<2>{4, 8}, 7));
-  const auto step =
-      ts::jit([](const auto& x) { return ts::reshard<ts::spec<none, none>>(x + x); });
+  std::vector<std::thread::id> ran(8);  // the thread of each device's program, by device
+  const auto step = ts::jit([&ran, &devices](const auto& x) {
+    ran[devices.process_index()] = std::this_thread::get_id();  // the program's device
+    return ts::reshard<ts::spec<none, none>>(x + x);
+  });
   require_bitwise(step(a), ts::reshard<ts::spec<none, none>>(a + a));
   const auto [voluntary, involuntary] = switches_per_step(step, a);
   INFO("context switches per step: voluntary " << voluntary << ", involuntary "
        << involuntary << " (not counted)");
   CHECK(voluntary == 0);
   require_bitwise(step(a), ts::reshard<ts::spec<none, none>>(a + a));
+  for (std::size_t d = 0; d < 8; ++d) CHECK(ran[d] == std::this_thread::get_id());
 }
