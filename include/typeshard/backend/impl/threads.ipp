@@ -282,12 +282,6 @@ void basic_cpu_devices<Unused>::join(detail::thread_job& job) {
 
 namespace detail {
 
-// A device's fiber: its part of the program, as a device thread runs it (run_job).
-inline void run_fiber_device(fiber& f) noexcept {
-  const fiber_device& d = *static_cast<const fiber_device*>(f.data);
-  run_job(*d.job, d.index);
-}
-
 // A worker of a program on fibers, on the calling thread: runs its `live` fibers until all
 // are done, each with its device's context and call site installed, blocking only when none
 // is runnable.
@@ -343,7 +337,13 @@ void basic_cpu_devices<Unused>::run_fibers(detail::thread_job& programs, std::si
     detail::fiber_device& f = fibers_[d];
     f.job = &programs;
     f.index = d;
-    f.runner->prepare(&detail::run_fiber_device, fiber_workers_[worker_of(d)]);
+    // The fiber runs the device's part of the program, as a device thread does (run_job).
+    f.runner->prepare(
+        +[](detail::fiber& self) noexcept {
+          const auto& mine = *static_cast<const detail::fiber_device*>(self.data);
+          detail::run_job(*mine.job, mine.index);
+        },
+        fiber_workers_[worker_of(d)]);
     fiber_workers_[worker_of(d)].wake(*f.runner);
   }
   start(threads, helpers);
