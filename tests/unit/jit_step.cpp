@@ -2,16 +2,23 @@
 // of running it eagerly, on 1d and 2d meshes (on all of a pool's devices or some of them):
 // a matmul and collective chain, an MLP training step (ts::value_and_grad and ZeRO-1 Adam over
 // a parameter tree) for several steps; failures inside a device's program reach the caller as
-// eager mode throws them and never hang; lower() records each device's program and the
-// communication ledger, which equals what a communication_recorder sees eagerly.
+// eager mode throws them and never hang (programs as fibers and on device threads); lower()
+// records each device's program and the communication ledger, which equals what a
+// communication_recorder sees eagerly; a step's device threads block at most twice per
+// collective of the ledger (getrusage).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include <typeshard/ops/jit.hpp>
 #include <typeshard/typeshard.hpp>
@@ -141,9 +148,12 @@ void check_training(const ts::device_mesh<Mesh>& m) {
 
 TEST_CASE("jit: a matmul and collective chain equals eager mode bitwise", "[jit]") {
   ts::cpu_devices devices{8};
-  check_chain(ts::device_mesh<mesh_1d>{devices, {4, 5, 6, 7}}, 7, 12);  // half the pool
-  check_chain(ts::device_mesh<mesh_2x2>{devices, {0, 1, 2, 3}}, 6, 4);
-  check_chain(ts::device_mesh<mesh_2x4>{devices}, 9, 16);
+  for (const auto how : {ts::program_execution::fibers, ts::program_execution::device_threads}) {
+    devices.set_program_execution(how);
+    check_chain(ts::device_mesh<mesh_1d>{devices, {4, 5, 6, 7}}, 7, 12);  // half the pool
+    check_chain(ts::device_mesh<mesh_2x2>{devices, {0, 1, 2, 3}}, 6, 4);
+    check_chain(ts::device_mesh<mesh_2x4>{devices}, 9, 16);
+  }
 }
 
 TEST_CASE("jit: an MLP training step (value_and_grad, ZeRO-1 Adam) equals eager mode", "[jit]") {
@@ -154,69 +164,76 @@ TEST_CASE("jit: an MLP training step (value_and_grad, ZeRO-1 Adam) equals eager 
 
 TEST_CASE("jit: failures in a device's program are thrown as eagerly, never a hang", "[jit]") {
   ts::cpu_devices devices{8};
-  ts::device_mesh<mesh_2x4> m{devices};
-  const auto a = ts::device_put<ts::spec<"data", "model">>(m, random_tensor(ts::shape<2>{4, 8}, 7));
-  // Device 5 fails inside an operation while its peers wait for it in a collective.
-  const auto failing = [](const auto& x) {
-    const auto f = ts::shard_map<mesh_2x4, ts::spec<"data", "model">, ts::spec<"data", "model">>(
-        [](const ts::shard_context<mesh_2x4>& c, const auto& b) {
-          if (c.position() == 5) throw std::logic_error("device 5 fails");
-          return ts::psum<"model">(b);
-        });
-    return ts::reshard<ts::spec<none, none>>(f(x) * 2.0f);
-  };
-  std::string eager_what;
-  try {
-    (void)failing(a);
-    FAIL("no exception");
-  } catch (const ts::device_error& e) {
-    CHECK(e.device() == 5);
-    eager_what = e.what();
-  }
-  const auto step = ts::jit(failing);
-  for (int call = 0; call < 2; ++call) {
+  // Programs as fibers (the default, on several workers and, once small, on one) and on
+  // device threads: the same failures.
+  for (const auto how : {ts::program_execution::fibers, ts::program_execution::device_threads}) {
+    devices.set_program_execution(how);
+    INFO((how == ts::program_execution::fibers ? "fibers" : "device threads"));
+    ts::device_mesh<mesh_2x4> m{devices};
+    const auto a =
+        ts::device_put<ts::spec<"data", "model">>(m, random_tensor(ts::shape<2>{4, 8}, 7));
+    // Device 5 fails inside an operation while its peers wait for it in a collective.
+    const auto failing = [](const auto& x) {
+      const auto f = ts::shard_map<mesh_2x4, ts::spec<"data", "model">, ts::spec<"data", "model">>(
+          [](const ts::shard_context<mesh_2x4>& c, const auto& b) {
+            if (c.position() == 5) throw std::logic_error("device 5 fails");
+            return ts::psum<"model">(b);
+          });
+      return ts::reshard<ts::spec<none, none>>(f(x) * 2.0f);
+    };
+    std::string eager_what;
     try {
-      (void)step(a);
+      (void)failing(a);
       FAIL("no exception");
     } catch (const ts::device_error& e) {
       CHECK(e.device() == 5);
+      eager_what = e.what();
+    }
+    const auto step = ts::jit(failing);
+    for (int call = 0; call < 2; ++call) {
+      try {
+        (void)step(a);
+        FAIL("no exception");
+      } catch (const ts::device_error& e) {
+        CHECK(e.device() == 5);
+        CHECK(std::string(e.what()) == eager_what);
+      }
+    }
+    // Devices of a group that call different collectives: the usage_error (each device's call
+    // and call site), as a device_error, as eagerly.
+    const auto mismatched = [](const auto& x) {
+      const auto f = ts::shard_map<mesh_2x4, ts::spec<"data", "model">, ts::spec<"data", "model">>(
+          [](const ts::shard_context<mesh_2x4>& c, const auto& b) {
+            if (c.position() == 1) return ts::pmax<"model">(b);  // its peers call psum
+            return ts::psum<"model">(b);
+          });
+      return f(x);
+    };
+    try {
+      (void)mismatched(a);
+      FAIL("no exception");
+    } catch (const ts::device_error& e) {
+      eager_what = e.what();
+    }
+    CHECK_THAT(eager_what, Catch::Contains("same collectives in the same order"));
+    try {
+      (void)ts::jit(mismatched)(a);
+      FAIL("no exception");
+    } catch (const ts::device_error& e) {
+      CHECK_THROWS_AS(std::rethrow_exception(e.original()), ts::usage_error);
       CHECK(std::string(e.what()) == eager_what);
     }
+    // A host-side failure (every device's program throws it): rethrown as it is.
+    const auto host_failure = ts::jit([](const auto& x) {
+      if (x.extent(0) == 4) throw std::invalid_argument("bad extent");
+      return x;
+    });
+    CHECK_THROWS_AS(host_failure(a), std::invalid_argument);
+    // The pool works on afterwards, eagerly and compiled.
+    const auto twice =
+        ts::jit([](const auto& x) { return ts::reshard<ts::spec<none, none>>(x + x); });
+    require_bitwise(twice(a), ts::reshard<ts::spec<none, none>>(a + a));
   }
-  // Devices of a group that call different collectives: the usage_error (each device's call
-  // and call site), as a device_error, as eagerly.
-  const auto mismatched = [](const auto& x) {
-    const auto f = ts::shard_map<mesh_2x4, ts::spec<"data", "model">, ts::spec<"data", "model">>(
-        [](const ts::shard_context<mesh_2x4>& c, const auto& b) {
-          if (c.position() == 1) return ts::pmax<"model">(b);  // its peers call psum
-          return ts::psum<"model">(b);
-        });
-    return f(x);
-  };
-  try {
-    (void)mismatched(a);
-    FAIL("no exception");
-  } catch (const ts::device_error& e) {
-    eager_what = e.what();
-  }
-  CHECK_THAT(eager_what, Catch::Contains("same collectives in the same order"));
-  try {
-    (void)ts::jit(mismatched)(a);
-    FAIL("no exception");
-  } catch (const ts::device_error& e) {
-    CHECK_THROWS_AS(std::rethrow_exception(e.original()), ts::usage_error);
-    CHECK(std::string(e.what()) == eager_what);
-  }
-  // A host-side failure (every device's program throws it): rethrown as it is.
-  const auto host_failure = ts::jit([](const auto& x) {
-    if (x.extent(0) == 4) throw std::invalid_argument("bad extent");
-    return x;
-  });
-  CHECK_THROWS_AS(host_failure(a), std::invalid_argument);
-  // The pool works on afterwards, eagerly and compiled.
-  const auto twice =
-      ts::jit([](const auto& x) { return ts::reshard<ts::spec<none, none>>(x + x); });
-  require_bitwise(twice(a), ts::reshard<ts::spec<none, none>>(a + a));
 }
 
 TEST_CASE("jit: lower() records each device's program and the communication ledger", "[jit]") {
@@ -258,4 +275,109 @@ TEST_CASE("jit: lower() records each device's program and the communication ledg
   const std::string printed = lowered.to_string();
   CHECK_THAT(printed, Catch::Contains("communication ledger") && Catch::Contains("psum"));
   for (const ts::jit_step& s : ledger) CHECK(!s.call_site.empty());  // the call that ran it
+}
+
+// ---- SPMD execution: context switches per step ------------------------------------------------
+namespace {
+// Under a sanitizer, which slows the work several times (timings differ).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool sanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+#else
+constexpr bool sanitized = false;
+#endif
+
+// The context switches of the whole process so far (getrusage): voluntary (a thread blocked,
+// in a condition variable or a mutex) and involuntary (preempted, or gave its core away).
+std::pair<long, long> context_switches() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return {u.ru_nvcsw, u.ru_nivcsw};
+}
+
+// The fewest voluntary switches per call of `step` over a few batches of calls, and the
+// involuntary ones of that batch.
+template <class Step, class... Args>
+std::pair<double, double> switches_per_step(const Step& step, const Args&... args) {
+  (void)step(args...);  // the fibers' stacks, the kernels' buffers
+  std::pair<double, double> fewest{1e30, 0};
+  for (int batch = 0; batch < 4; ++batch) {
+    const auto before = context_switches();
+    for (int call = 0; call < 8; ++call) (void)step(args...);
+    const auto after = context_switches();
+    const double voluntary = static_cast<double>(after.first - before.first) / 8;
+    if (voluntary < fewest.first)
+      fewest = {voluntary, static_cast<double>(after.second - before.second) / 8};
+  }
+  return fewest;
+}
+}  // namespace
+
+// Each device's program runs start to end and meets the others only in collectives; on fibers
+// (the default) a device waiting in a collective hands its worker to another device, and a
+// worker thread blocks only when none of its devices can run: at most twice per collective
+// (both barriers of it). Two kernel slots, so two workers on any machine. On a thread per
+// device (TYPESHARD_PROGRAM_EXECUTION=threads, where this test fails), the 8 device threads
+// block at each collective the others are late to (a GEMM of about a millisecond per device,
+// 8 devices on 2 slots) and for each kernel slot. Robust on a loaded machine: the test counts
+// voluntary switches only, i.e. this process's threads blocking (the mechanism), not
+// involuntary ones (another process preempting ours, or a waiting thread's yield giving the
+// core to one). A preempted worker can make the other wait long enough to block (over 200
+// us), so the test takes the fewest per step over a few batches of calls.
+TEST_CASE("jit: a step's devices switch threads at most twice per collective", "[jit]") {
+  ts::cpu_devices devices{8, 2};
+  ts::device_mesh<mesh_2x4> m{devices};
+  using h_spec = ts::spec<"data", "model">;
+  const std::size_t rows = 512, k = 512, hidden = 512;
+  const auto x = ts::device_put<ts::spec<"data", none>>(m, random_tensor(ts::shape<2>{rows, k}, 1));
+  const auto w1 =
+      ts::device_put<ts::spec<none, "model">>(m, random_tensor(ts::shape<2>{k, hidden}, 2));
+  const auto w2 =
+      ts::device_put<ts::spec<"model", none>>(m, random_tensor(ts::shape<2>{hidden, 5}, 3));
+  const auto step = ts::jit(chain<h_spec>);
+  const std::size_t collectives = step.lower(x, w1, w2).ledger(0).size();
+  REQUIRE(collectives > 0);
+  const auto [voluntary, involuntary] = switches_per_step(step, x, w1, w2);
+  INFO("collectives per step " << collectives << "; context switches per step: voluntary "
+       << voluntary << ", involuntary " << involuntary << " (not counted), "
+       << (devices.program_execution_mode() == ts::program_execution::fibers
+               ? "fibers" : "device threads"));
+  CHECK(voluntary <= 2.0 * static_cast<double>(collectives));
+}
+
+// A step whose work is small (well under 100 us, detail::fiber_small_program) runs on the
+// calling thread alone from its second call: every device's program runs on it (on device
+// threads, each on its own), no thread is woken and none blocks, so the process makes no
+// voluntary context switch (robust as above: preemption is involuntary; the fewest over a few
+// batches, in case a preempted call took long enough to run on two workers once).
+TEST_CASE("jit: a small step runs on the calling thread alone", "[jit]") {
+  ts::cpu_devices devices{8, 2};
+  ts::device_mesh<mesh_2x4> m{devices};
+  const auto a = ts::device_put<ts::spec<"data", "model">>(m, random_tensor(ts::shape<2>{4, 8}, 7));
+  std::vector<std::thread::id> ran(8);  // the thread of each device's program, by device
+  const auto step = ts::jit([&ran, &devices](const auto& x) {
+    ran[devices.process_index()] = std::this_thread::get_id();  // the program's device
+    return ts::reshard<ts::spec<none, none>>(x + x);
+  });
+  require_bitwise(step(a), ts::reshard<ts::spec<none, none>>(a + a));
+  const auto [voluntary, involuntary] = switches_per_step(step, a);
+  INFO("context switches per step: voluntary " << voluntary << ", involuntary "
+       << involuntary << " (not counted)");
+  if (!sanitized) CHECK(voluntary == 0);
+  // Where the devices' programs ran: on the calling thread alone in some of a few calls (one
+  // preempted for long would make the next run on two workers). Neither check under a
+  // sanitizer, which slows the step past the threshold.
+  std::size_t alone = 0;
+  for (int call = 0; call < 8; ++call) {
+    require_bitwise(step(a), ts::reshard<ts::spec<none, none>>(a + a));
+    bool all = true;
+    for (std::size_t d = 0; d < 8; ++d) all = all && ran[d] == std::this_thread::get_id();
+    alone += all;
+  }
+  if (!sanitized) CHECK(alone > 0);
 }

@@ -42,6 +42,8 @@ namespace detail {
 class thread_run;
 struct thread_call;
 struct thread_job;
+class fiber_worker;
+struct fiber_device;
 
 // For tests only: when set, called before each device thread of a cpu_devices is started,
 // with the device's index; a hook that throws std::system_error makes that start fail as
@@ -64,9 +66,24 @@ struct thread_device_context {
   std::vector<std::size_t> members;  // a collective's group, as positions in `run`
 };
 
+// The calling thread's context: its own, or that of the fiber it runs (a device of an SPMD
+// program on fibers), which the fiber's worker installs here while the fiber runs.
 TYPESHARD_DEFERRED thread_device_context& current_thread_device();
+TYPESHARD_DEFERRED thread_device_context*& current_fiber_device();
 
 }  // namespace detail
+
+// How a cpu_devices runs an SPMD program (run_program, ts::jit): the default, `fibers`, runs
+// each device's program as a fiber (its own stack, switched in user space), on as many
+// workers as kernels may run at once (concurrent_kernels(), by default the cores), at most
+// one per device, the calling thread being one of them: a device waiting in a collective
+// hands its worker to another device, and a worker sleeps only when none of its devices can
+// run. A small program (the previous one took under detail::fiber_small_program on several
+// workers, or under 4 times that on one) runs on the calling thread alone, waking no other.
+// `device_threads` runs each device's program on its device's thread, which blocks in every
+// collective it waits in. The environment variable TYPESHARD_PROGRAM_EXECUTION (`fibers` or
+// `threads`), read when a pool is made, sets a pool's default.
+enum class program_execution { fibers, device_threads };
 
 // ts::cpu_devices is basic_cpu_devices<>, a class template of an unused parameter for the
 // same reason as TYPESHARD_DEFERRED (core/config.hpp): header-only, a TU that includes
@@ -106,19 +123,30 @@ class basic_cpu_devices final : public backend {
   }
   std::string_view platform() const override { return "cpu"; }
 
-  // Runs program(d) for every device d of the pool at once, each on its device's thread, as
-  // one SPMD program (ts::jit): each thread sees the pool as an MPI rank sees its job
-  // (is_addressable(d) for its own device only; each operation's run() calls the device's
-  // part inline, without waking another thread) and meets the others only in collectives,
-  // which keep every check and the deadlock detection of a run. If programs throw, the
-  // others are released from any collective they wait in, all are joined, and the first
-  // failure (by device, a device that failed on its own before one released because of it)
-  // is rethrown as it was thrown. Returns false, running nothing, when called from inside a
-  // program of this pool (the caller is already one device's program); usage_error from
-  // inside a run() body. `listener`, if any, hears each device's local steps.
+  // Runs program(d) for every device d of the pool at once, as one SPMD program (ts::jit),
+  // as fibers or each on its device's thread (program_execution): each device sees the pool
+  // as an MPI rank sees its job (is_addressable(d) for its own device only; each operation's
+  // run() calls the device's part inline, without waking another thread) and meets the
+  // others only in collectives, which keep every check and the deadlock detection of a run.
+  // If programs throw, the others are released from any collective they wait in, all are
+  // joined, and the first failure (by device, a device that failed on its own before one
+  // released because of it) is rethrown as it was thrown. Returns false, running nothing,
+  // when called from inside a program of this pool (the caller is already one device's
+  // program); usage_error from inside a run() body. `listener`, if any, hears each device's
+  // local steps.
   bool run_program(detail::function_ref<void(std::size_t)> program,
                    detail::program_listener* listener = nullptr) override;
   std::size_t concurrent_kernels() const { return kernel_slots_; }
+
+  // How run_program runs programs from now on (see program_execution). Waits for a running
+  // operation to finish.
+  void set_program_execution(program_execution how);
+  program_execution program_execution_mode() const { return execution_; }
+  // The stack of each device's fiber: address space reserved once per device (plus a guard
+  // page), committed as it is touched, reused by every program; default
+  // detail::default_fiber_stack_bytes (8 MiB, a thread's default). A program needs what the
+  // same code on a thread would. Waits for a running operation; stacks are remapped.
+  void set_fiber_stack_bytes(std::size_t bytes);
 
   // A kernel of at least this many multiply-adds (about a millisecond of a core's float GEMM)
   // holding a slot is also pinned to a core of its own while it runs: long kernels are what
@@ -187,6 +215,11 @@ class basic_cpu_devices final : public backend {
   // do_run reports them, or (as_thrown) as run_program does.
   void start_and_join(std::span<const device_id> devices,
                       detail::function_ref<void(std::size_t)> body, bool as_thrown);
+  // Hands body(i) to the thread of devices[i] for every i; join waits for all of them.
+  void start(detail::thread_job& job, std::span<const device_id> devices);
+  void join(detail::thread_job& job);
+  // run_program on fibers: the programs' run (over all devices) on `workers` workers.
+  void run_fibers(detail::thread_job& programs, std::size_t workers);
   // Stops and joins the first `started` device threads.
   void stop_workers(std::size_t started) noexcept;
 
@@ -204,6 +237,14 @@ class basic_cpu_devices final : public backend {
   std::unique_ptr<worker[]> workers_;
   std::vector<device_id> all_devices_;  // 0 .. device_count_ - 1: run_program's devices
   std::mutex run_mutex_;
+
+  // SPMD programs on fibers (made by the first such program, under run_mutex_): one fiber
+  // per device, and the workers (min(kernel slots, devices); worker 0 is the caller's thread).
+  program_execution execution_ = program_execution::fibers;
+  bool small_program_ = false;  // the last program was small: the next runs on one worker
+  std::size_t fiber_stack_bytes_;
+  std::unique_ptr<detail::fiber_device[]> fibers_;
+  std::unique_ptr<detail::fiber_worker[]> fiber_workers_;
 
   // Kernel slots: a counter under a mutex (not std::counting_semaphore, whose futex waits
   // the thread sanitizer does not follow). Unused when there are no fewer slots than devices.

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../../core/config.hpp"
@@ -23,6 +24,7 @@
 #include "../backend.hpp"
 #include "../collective_observer.hpp"
 #include "call_site.hpp"
+#include "fibers.hpp"
 
 namespace typeshard::detail {
 
@@ -87,6 +89,7 @@ struct thread_group {
   std::size_t arrived = 0;
   std::atomic<std::size_t> phase{0};  // changed under thread_run's mutex; waiters also poll it
   std::condition_variable released;
+  fiber* parked = nullptr;  // members parked here (fibers), linked by next_parked; under mutex
   std::unique_ptr<call[]> calls;  // by rank in the group
   std::unique_ptr<thread_group> next;  // the run's next group (thread_run's list)
 };
@@ -138,11 +141,29 @@ class thread_run {
       blocked_ -= g.size - 1;  // its waiters are runnable again from this moment
       for (std::size_t j = 0; j < g.size; ++j) g.calls[j].waiting = false;
       g.released.notify_all();
+      wake_parked_locked(g);
       return;
     }
     g.calls[rank].waiting = abortable;
     ++blocked_;
     check_deadlock_locked();
+    if (fiber* self = fiber::current()) {
+      // A device of an SPMD program on fibers: it parks, and its worker runs another of its
+      // fibers (or sleeps); whoever releases the group (or aborts the run) makes it
+      // runnable. Woken by an abort it does not heed, it parks again.
+      while (g.phase.load(std::memory_order_relaxed) == phase && !(abortable && aborted_)) {
+        self->next_parked = g.parked;
+        g.parked = self;
+        lock.unlock();
+        self->park();
+        lock.lock();
+      }
+      if (g.phase == phase) {
+        --blocked_;
+        throw_aborted();
+      }
+      return;
+    }
     // The last member usually arrives within the brief wait (wait_briefly); counted as
     // blocked meanwhile, as the release and the deadlock check expect.
     lock.unlock();
@@ -201,8 +222,19 @@ class thread_run {
 
   TYPESHARD_DEFERRED void abort_locked() {
     aborted_ = true;
-    for (thread_group* g = groups_.get(); g != nullptr; g = g->next.get())
+    for (thread_group* g = groups_.get(); g != nullptr; g = g->next.get()) {
       g->released.notify_all();
+      wake_parked_locked(*g);
+    }
+  }
+
+  // Makes the fibers parked in g runnable (each re-checks why it waits).
+  static void wake_parked_locked(thread_group& g) {
+    for (fiber* f = std::exchange(g.parked, nullptr); f != nullptr;) {
+      fiber* next = f->next_parked;
+      f->home().wake(*f);
+      f = next;
+    }
   }
 
   TYPESHARD_DEFERRED [[noreturn]] void throw_aborted() const {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -26,10 +27,27 @@ namespace typeshard {
 namespace detail {
 
 TYPESHARD_DEFERRED_DEFINITION
+TYPESHARD_RUNTIME_DEF thread_device_context*& current_fiber_device() {
+  thread_local thread_device_context* installed = nullptr;
+  return installed;
+}
+
+TYPESHARD_DEFERRED_DEFINITION
 TYPESHARD_RUNTIME_DEF thread_device_context& current_thread_device() {
   thread_local thread_device_context context;
-  return context;
+  thread_device_context* const fiber = current_fiber_device();
+  return fiber != nullptr ? *fiber : context;
 }
+
+// One device of SPMD programs on fibers: its fiber, the context and call site its worker
+// installs while it runs, and its part of the current program.
+struct fiber_device {
+  std::unique_ptr<fiber> runner;
+  thread_device_context context;
+  const source_site* site = nullptr;
+  thread_job* job = nullptr;
+  std::size_t index = 0;
+};
 
 // The cores this process may run on (its CPU affinity mask on Linux, so that `taskset -c 0`
 // or a container's CPU set counts), at least 1.
@@ -57,7 +75,15 @@ template <class Unused>
 TYPESHARD_COLD
 basic_cpu_devices<Unused>::basic_cpu_devices(std::size_t count,
                                              std::size_t concurrent_kernels)
-    : kernel_slots_(concurrent_kernels) {
+    : fiber_stack_bytes_(detail::default_fiber_stack_bytes), kernel_slots_(concurrent_kernels) {
+  if (const char* how = std::getenv("TYPESHARD_PROGRAM_EXECUTION"); how != nullptr) {
+    if (std::strcmp(how, "threads") == 0)
+      execution_ = program_execution::device_threads;
+    else if (std::strcmp(how, "fibers") != 0)
+      throw usage_error(detail::message(
+          {"typeshard: TYPESHARD_PROGRAM_EXECUTION is \"", how,
+           "\"; set it to \"fibers\" (the default) or \"threads\" (a thread per device)"}));
+  }
   if (concurrent_kernels == 0)
     throw usage_error(
         "typeshard: cpu_devices needs at least one concurrent kernel; pass the number of "
@@ -222,6 +248,17 @@ void basic_cpu_devices<Unused>::start_and_join(std::span<const device_id> device
   // Everything that may allocate (and so throw) is made before any device starts: once one
   // runs, this must not return before all have finished, for they use the job.
   detail::thread_job job(devices, body);
+  start(job, devices);
+  join(job);
+  if (as_thrown)
+    detail::rethrow_first_program_failure({job.failures.get(), devices.size()});
+  else
+    detail::rethrow_first_failure(devices, {job.failures.get(), devices.size()});
+}
+
+template <class Unused>
+void basic_cpu_devices<Unused>::start(detail::thread_job& job,
+                                      std::span<const device_id> devices) {
   for (std::size_t i = 0; i < devices.size(); ++i) {
     worker& w = workers_[devices[i]];
     {
@@ -232,17 +269,103 @@ void basic_cpu_devices<Unused>::start_and_join(std::span<const device_id> device
     }
     w.wake.notify_one();
   }
+}
+
+template <class Unused>
+void basic_cpu_devices<Unused>::join(detail::thread_job& job) {
   // Taking done_mutex after the poll too: the last device touches the job until it
   // releases the mutex, so the job may not go before that.
   detail::wait_briefly([&] { return job.remaining.load(std::memory_order_acquire) == 0; });
-  {
-    std::unique_lock lock(job.done_mutex);
-    job.done.wait(lock, [&] { return job.remaining == 0; });
+  std::unique_lock lock(job.done_mutex);
+  job.done.wait(lock, [&] { return job.remaining == 0; });
+}
+
+namespace detail {
+
+// A worker of a program on fibers, on the calling thread: runs its `live` fibers until all
+// are done, each with its device's context and call site installed, blocking only when none
+// is runnable.
+TYPESHARD_DEFERRED
+inline void run_fiber_worker(fiber_worker& w, std::size_t live) noexcept {
+  thread_device_context*& installed = current_fiber_device();
+  const source_site*& site = current_call_site();
+  const source_site* const own_site = site;
+  while (live != 0) {
+    wait_briefly([&] { return w.runnable(); });
+    fiber& f = w.take();
+    fiber_device& d = *static_cast<fiber_device*>(f.data);
+    installed = &d.context;
+    site = d.site;
+    f.resume(w.scheduler);
+    d.site = site;
+    installed = nullptr;
+    site = own_site;
+    if (f.done()) --live;
   }
-  if (as_thrown)
-    detail::rethrow_first_program_failure({job.failures.get(), devices.size()});
-  else
-    detail::rethrow_first_failure(devices, {job.failures.get(), devices.size()});
+}
+
+}  // namespace detail
+
+template <class Unused>
+void basic_cpu_devices<Unused>::run_fibers(detail::thread_job& programs, std::size_t workers) {
+  // Everything that may throw (the stacks, the workers' job) comes before any fiber runs.
+  if (!fibers_) {
+    auto made = std::make_unique<detail::fiber_device[]>(device_count_);
+    for (std::size_t d = 0; d < device_count_; ++d) {
+      made[d].runner = std::make_unique<detail::fiber>(fiber_stack_bytes_);
+      made[d].runner->data = &made[d];
+    }
+    auto pool = std::make_unique<detail::fiber_worker[]>(device_count_);
+    for (std::size_t w = 0; w < device_count_; ++w) pool[w].reserve(device_count_);
+    fibers_ = std::move(made);
+    fiber_workers_ = std::move(pool);
+  }
+  // Worker w runs a contiguous block of devices: a mesh's last axis (a Megatron "model"
+  // group) stays on one worker where it fits, and its collectives wake no other thread.
+  const auto worker_of = [&](std::size_t d) { return d * workers / device_count_; };
+  const auto live = [&](std::size_t w) {
+    std::size_t n = 0;
+    for (std::size_t d = 0; d < device_count_; ++d) n += worker_of(d) == w;
+    return n;
+  };
+  const auto others = [&](std::size_t i) {
+    detail::run_fiber_worker(fiber_workers_[i + 1], live(i + 1));
+  };
+  const std::span<const device_id> helpers = std::span(all_devices_).subspan(1, workers - 1);
+  detail::thread_job threads(helpers, others);
+  for (std::size_t d = 0; d < device_count_; ++d) {
+    detail::fiber_device& f = fibers_[d];
+    f.job = &programs;
+    f.index = d;
+    // The fiber runs the device's part of the program, as a device thread does (run_job).
+    f.runner->prepare(
+        +[](detail::fiber& self) noexcept {
+          const auto& mine = *static_cast<const detail::fiber_device*>(self.data);
+          detail::run_job(*mine.job, mine.index);
+        },
+        fiber_workers_[worker_of(d)]);
+    fiber_workers_[worker_of(d)].wake(*f.runner);
+  }
+  start(threads, helpers);
+  detail::run_fiber_worker(fiber_workers_[0], live(0));
+  join(threads);
+}
+
+template <class Unused>
+void basic_cpu_devices<Unused>::set_program_execution(program_execution how) {
+  std::lock_guard operation(run_mutex_);
+  execution_ = how;
+  small_program_ = false;
+}
+
+template <class Unused>
+void basic_cpu_devices<Unused>::set_fiber_stack_bytes(std::size_t bytes) {
+  if (bytes == 0)
+    throw usage_error("typeshard: a fiber's stack needs at least one byte (a page is mapped)");
+  std::lock_guard operation(run_mutex_);
+  fiber_stack_bytes_ = bytes;
+  fibers_.reset();  // remapped by the next program
+  fiber_workers_.reset();
 }
 
 template <class Unused>
@@ -269,7 +392,22 @@ bool basic_cpu_devices<Unused>::run_program(detail::function_ref<void(std::size_
     } left{here};
     program(d);
   };
-  start_and_join(all_devices_, each, true);
+  if (execution_ == program_execution::device_threads) {
+    start_and_join(all_devices_, each, true);
+    return true;
+  }
+  // A small program runs on the calling thread alone: waking a worker and meeting it in
+  // each collective would cost more than the work it takes over (see fiber_small_program).
+  const std::size_t most = std::min(kernel_slots_, device_count_);
+  const std::size_t workers = small_program_ ? 1 : most;
+  detail::thread_job programs(all_devices_, each);
+  const auto start = std::chrono::steady_clock::now();
+  run_fibers(programs, workers);
+  const auto took = std::chrono::steady_clock::now() - start;
+  if (most > 1)
+    small_program_ = workers == 1 ? took < 4 * detail::fiber_small_program
+                                  : took < detail::fiber_small_program;
+  detail::rethrow_first_program_failure({programs.failures.get(), device_count_});
   return true;
 }
 
