@@ -36,6 +36,7 @@
 #include "../core/rules/rule5_elementwise.hpp"
 #include "detail/elementwise_loops.hpp"
 #include "detail/elementwise_shards.hpp"
+#include "detail/forward_value.hpp"
 
 namespace typeshard {
 
@@ -136,19 +137,48 @@ auto zip_op(const A& a, const B& b, F f, const char* op) {
     return zip(a, b, f);
 }
 
+// The backward rules of + - * /, maximum and minimum on a traced operand (the forward is the
+// arrays' operation on the values): declared here, defined in
+// ops/detail/traced_elementwise.hpp and traced_extrema.hpp, which ops/traced.hpp (where traced
+// values come from) includes.
+enum class arithmetic { plus, minus, multiplies, divides };
+template <arithmetic Op, class A, class B>
+auto traced_arithmetic(const A& a, const B& b);
+// maximum (Max) or minimum's (ops/detail/traced_extrema.hpp).
+template <bool Max, class A, class B>
+auto traced_maximum(const A& a, const B& b);
+
+// Op on a and b by their kind: a traced operand's forward and recorded backward, or zip_op on
+// arrays or blocks.
+template <arithmetic Op, bool Linear, class A, class B, class F>
+auto arithmetic_any(const A& a, const B& b, F f, const char* op) {
+  if constexpr (is_traced_v<A> || is_traced_v<B>)
+    return traced_arithmetic<Op>(a, b);
+  else
+    return zip_op<Linear>(a, b, f, op);
+}
+
 }  // namespace detail
+
+// The operands of + - * /, maximum and minimum on two operands: two arrays or two blocks, or a
+// value traced by ts::value_and_grad beside an array or another traced value.
+template <class A>
+concept arithmetic_operand = global_operand<A> || block_like<A>;
+template <class A, class B>
+concept arithmetic_operands = arithmetic_operand<A> && arithmetic_operand<B> &&
+                              same_operand_kind<detail::value_t<A>, detail::value_t<B>>;
 
 // ---- linear operations: defined on unreduced values too ----------------------------------
 
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto operator+(const A& a, const B& b) {
-  return detail::zip_op<true>(a, b, fn::plus, "operator+");
+  return detail::arithmetic_any<detail::arithmetic::plus, true>(a, b, fn::plus, "operator+");
 }
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto operator-(const A& a, const B& b) {
-  return detail::zip_op<true>(a, b, fn::minus, "operator-");
+  return detail::arithmetic_any<detail::arithmetic::minus, true>(a, b, fn::minus, "operator-");
 }
 template <elementwise_operand A>
 [[nodiscard]] auto operator-(const A& a) {
@@ -205,25 +235,32 @@ template <elementwise_operand A>
 
 // ---- non-linear operations: need fully reduced values ------------------------------------
 
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto operator*(const A& a, const B& b) {
-  return detail::zip_op<false>(a, b, fn::multiplies, "operator*");
+  return detail::arithmetic_any<detail::arithmetic::multiplies, false>(a, b, fn::multiplies,
+                                                                       "operator*");
 }
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto operator/(const A& a, const B& b) {
-  return detail::zip_op<false>(a, b, fn::divides, "operator/");
+  return detail::arithmetic_any<detail::arithmetic::divides, false>(a, b, fn::divides, "operator/");
 }
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto maximum(const A& a, const B& b) {
-  return detail::zip_op<false>(a, b, fn::maximum, "maximum");
+  if constexpr (detail::is_traced_v<A> || detail::is_traced_v<B>)
+    return detail::traced_maximum<true>(a, b);
+  else
+    return detail::zip_op<false>(a, b, fn::maximum, "maximum");
 }
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto minimum(const A& a, const B& b) {
-  return detail::zip_op<false>(a, b, fn::minimum, "minimum");
+  if constexpr (detail::is_traced_v<A> || detail::is_traced_v<B>)
+    return detail::traced_maximum<false>(a, b);
+  else
+    return detail::zip_op<false>(a, b, fn::minimum, "minimum");
 }
 
 // sin cos exp log tanh sqrt abs relu: ts::map with the function of the same name.

@@ -1,5 +1,6 @@
 // typeshard/ops/detail/traced_elementwise.hpp: + - * / (broadcasting, scalars) and the unary
-// functions on traced values (see ops/traced.hpp); map, zip, max and min are rule-9 errors.
+// functions on traced values (see ops/traced.hpp); map and zip are rule-9 errors. Binary
+// + - * / have one entry point each (ops/elementwise.hpp), which calls the backward rule here.
 #pragma once
 
 #include <cstddef>
@@ -21,63 +22,40 @@ inline std::string describe_elementwise() {
   return "elementwise backward: local products; a broadcast operand's cotangent summed over "
          "the stretched dimensions, then resharded to its spec";
 }
+
+// The backward rules of a + b, a - b, a * b and a / b with a traced operand (declared in
+// ops/elementwise.hpp): a broadcast operand's cotangent summed back to its extents (reduce_to).
+template <arithmetic Op, class A, class B>
+auto traced_arithmetic(const A& a, const B& b) {
+  using AV = value_t<A>;
+  using BV = value_t<B>;
+  const AV& av = value_of(a);
+  const BV& bv = value_of(b);
+  if constexpr (Op == arithmetic::plus) {
+    return record(
+        av + bv, a, b, [e = av.extents()](const auto& g) { return reduce_to<AV>(g, e); },
+        [e = bv.extents()](const auto& g) { return reduce_to<BV>(g, e); },
+        &describe_elementwise);
+  } else if constexpr (Op == arithmetic::minus) {
+    return record(
+        av - bv, a, b, [e = av.extents()](const auto& g) { return reduce_to<AV>(g, e); },
+        [e = bv.extents()](const auto& g) { return reduce_to<BV>(-g, e); },
+        &describe_elementwise);
+  } else if constexpr (Op == arithmetic::multiplies) {
+    return record(
+        av * bv, a, b, [bv, e = av.extents()](const auto& g) { return reduce_to<AV>(g * bv, e); },
+        [av, e = bv.extents()](const auto& g) { return reduce_to<BV>(g * av, e); },
+        &describe_elementwise);
+  } else {
+    auto y = av / bv;
+    return record(
+        y, a, b, [bv, e = av.extents()](const auto& g) { return reduce_to<AV>(g / bv, e); },
+        [bv, y, e = bv.extents()](const auto& g) { return reduce_to<BV>(-(g * y) / bv, e); },
+        &describe_elementwise);
+  }
+}
+
 }  // namespace detail
-
-template <class A, class B>
-  requires traced_operands<A, B>
-[[nodiscard]] auto operator+(const A& a, const B& b) {
-  using AV = detail::value_t<A>;
-  using BV = detail::value_t<B>;
-  const AV& av = detail::value_of(a);
-  const BV& bv = detail::value_of(b);
-  return detail::record(
-      av + bv, a, b, [e = av.extents()](const auto& g) { return detail::reduce_to<AV>(g, e); },
-      [e = bv.extents()](const auto& g) { return detail::reduce_to<BV>(g, e); },
-      &detail::describe_elementwise);
-}
-
-template <class A, class B>
-  requires traced_operands<A, B>
-[[nodiscard]] auto operator-(const A& a, const B& b) {
-  using AV = detail::value_t<A>;
-  using BV = detail::value_t<B>;
-  const AV& av = detail::value_of(a);
-  const BV& bv = detail::value_of(b);
-  return detail::record(
-      av - bv, a, b, [e = av.extents()](const auto& g) { return detail::reduce_to<AV>(g, e); },
-      [e = bv.extents()](const auto& g) { return detail::reduce_to<BV>(-g, e); },
-      &detail::describe_elementwise);
-}
-
-template <class A, class B>
-  requires traced_operands<A, B>
-[[nodiscard]] auto operator*(const A& a, const B& b) {
-  using AV = detail::value_t<A>;
-  using BV = detail::value_t<B>;
-  const AV& av = detail::value_of(a);
-  const BV& bv = detail::value_of(b);
-  return detail::record(
-      av * bv, a, b,
-      [bv, e = av.extents()](const auto& g) { return detail::reduce_to<AV>(g * bv, e); },
-      [av, e = bv.extents()](const auto& g) { return detail::reduce_to<BV>(g * av, e); },
-      &detail::describe_elementwise);
-}
-
-template <class A, class B>
-  requires traced_operands<A, B>
-[[nodiscard]] auto operator/(const A& a, const B& b) {
-  using AV = detail::value_t<A>;
-  using BV = detail::value_t<B>;
-  const AV& av = detail::value_of(a);
-  const BV& bv = detail::value_of(b);
-  auto y = av / bv;
-  return detail::record(
-      y, a, b, [bv, e = av.extents()](const auto& g) { return detail::reduce_to<AV>(g / bv, e); },
-      [bv, y, e = bv.extents()](const auto& g) {
-        return detail::reduce_to<BV>(-(g * y) / bv, e);
-      },
-      &detail::describe_elementwise);
-}
 
 template <traced_like X>
 [[nodiscard]] auto operator-(const X& x) {
