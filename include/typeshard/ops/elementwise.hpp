@@ -147,6 +147,10 @@ auto traced_arithmetic(const A& a, const B& b);
 // maximum (Max) or minimum's (ops/detail/traced_extrema.hpp).
 template <bool Max, class A, class B>
 auto traced_maximum(const A& a, const B& b);
+// Unary minus and the unary functions' (ops/detail/traced_elementwise.hpp).
+enum class unary_function { negate, sin, cos, exp, log, tanh, sqrt, relu };
+template <unary_function F, class X>
+auto traced_unary(const X& x);
 
 // Op on a and b by their kind: a traced operand's forward and recorded backward, or zip_op on
 // arrays or blocks.
@@ -180,9 +184,12 @@ template <arithmetic_operand A, arithmetic_operand B>
 [[nodiscard]] auto operator-(const A& a, const B& b) {
   return detail::arithmetic_any<detail::arithmetic::minus, true>(a, b, fn::minus, "operator-");
 }
-template <elementwise_operand A>
+template <arithmetic_operand A>
 [[nodiscard]] auto operator-(const A& a) {
-  return detail::map_linear(a, fn::negate);
+  if constexpr (detail::is_traced_v<A>)
+    return detail::traced_unary<detail::unary_function::negate>(a);
+  else
+    return detail::map_linear(a, fn::negate);
 }
 // Scaling by a scalar: x * s, s * x, x / s.
 template <elementwise_operand A>
@@ -263,11 +270,15 @@ template <arithmetic_operand A, arithmetic_operand B>
     return detail::zip_op<false>(a, b, fn::minimum, "minimum");
 }
 
-// sin cos exp log tanh sqrt abs relu: ts::map with the function of the same name.
-#define TYPESHARD_UNARY_OPERATION(name)   \
-  template <elementwise_operand A>        \
-  [[nodiscard]] auto name(const A& a) {   \
-    return map(a, fn::name);              \
+// sin cos exp log tanh sqrt relu: ts::map with the function of the same name on an array or a
+// block; on a traced value, its forward and recorded backward.
+#define TYPESHARD_UNARY_OPERATION(name)                                     \
+  template <arithmetic_operand A>                                           \
+  [[nodiscard]] auto name(const A& a) {                                     \
+    if constexpr (detail::is_traced_v<A>)                                   \
+      return detail::traced_unary<detail::unary_function::name>(a);         \
+    else                                                                    \
+      return map(a, fn::name);                                              \
   }
 TYPESHARD_UNARY_OPERATION(sin)
 TYPESHARD_UNARY_OPERATION(cos)
@@ -275,8 +286,13 @@ TYPESHARD_UNARY_OPERATION(exp)
 TYPESHARD_UNARY_OPERATION(log)
 TYPESHARD_UNARY_OPERATION(tanh)
 TYPESHARD_UNARY_OPERATION(sqrt)
-TYPESHARD_UNARY_OPERATION(abs)
 TYPESHARD_UNARY_OPERATION(relu)
 #undef TYPESHARD_UNARY_OPERATION
+
+// abs: ts::map with fn::abs (not differentiable: no traced form).
+template <elementwise_operand A>
+[[nodiscard]] auto abs(const A& a) {
+  return map(a, fn::abs);
+}
 
 }  // namespace typeshard

@@ -1,6 +1,7 @@
 // typeshard/ops/detail/traced_elementwise.hpp: + - * / (broadcasting, scalars) and the unary
 // functions on traced values (see ops/traced.hpp); map and zip are rule-9 errors. Binary
-// + - * / have one entry point each (ops/elementwise.hpp), which calls the backward rule here.
+// + - * /, unary - and the unary functions have one entry point each (ops/elementwise.hpp),
+// which calls the backward rule here; the scalar forms are still overloads here.
 #pragma once
 
 #include <cstddef>
@@ -55,13 +56,43 @@ auto traced_arithmetic(const A& a, const B& b) {
   }
 }
 
-}  // namespace detail
-
-template <traced_like X>
-[[nodiscard]] auto operator-(const X& x) {
-  return detail::record(-x.value(), x, [](const auto& g) { return -g; },
-                        &detail::describe_elementwise);
+// The backward rules of -x and the unary functions (declared in ops/elementwise.hpp, whose
+// entry points call them on a traced x): y = f(x), d x = g f'(x).
+template <unary_function F, class X>
+auto traced_unary(const X& x) {
+  using T = scalar_t<X>;
+  const auto& xv = x.value();
+  if constexpr (F == unary_function::negate) {
+    return record(-xv, x, [](const auto& g) { return -g; }, &describe_elementwise);
+  } else if constexpr (F == unary_function::exp) {
+    auto y = typeshard::exp(xv);
+    return record(y, x, [y](const auto& g) { return g * y; }, &describe_elementwise);
+  } else if constexpr (F == unary_function::log) {
+    return record(typeshard::log(xv), x, [xv](const auto& g) { return g / xv; },
+                  &describe_elementwise);
+  } else if constexpr (F == unary_function::tanh) {
+    auto y = typeshard::tanh(xv);
+    return record(y, x, [y](const auto& g) { return g * (T(1) - y * y); },
+                  &describe_elementwise);
+  } else if constexpr (F == unary_function::relu) {
+    return record(typeshard::relu(xv), x,
+                  [xv](const auto& g) { return typeshard::zip(g, xv, relu_backward_t{}); },
+                  &describe_elementwise);
+  } else if constexpr (F == unary_function::sin) {
+    return record(typeshard::sin(xv), x, [xv](const auto& g) { return g * typeshard::cos(xv); },
+                  &describe_elementwise);
+  } else if constexpr (F == unary_function::cos) {
+    return record(typeshard::cos(xv), x,
+                  [xv](const auto& g) { return -(g * typeshard::sin(xv)); },
+                  &describe_elementwise);
+  } else {
+    static_assert(F == unary_function::sqrt);
+    auto y = typeshard::sqrt(xv);
+    return record(y, x, [y](const auto& g) { return (g * T(0.5)) / y; }, &describe_elementwise);
+  }
 }
+
+}  // namespace detail
 
 // Scalars on either side: d(x + s) = d(s + x) = d(x - s) = g, d(s - x) = -g, d(x * s) = g s,
 // d(x / s) = g / s, d(s / x) = -g y / x.
@@ -102,53 +133,6 @@ template <traced_like X>
 [[nodiscard]] auto operator/(detail::scalar_arg_t<X> s, const X& x) {
   auto y = s / x.value();
   return detail::record(y, x, [y, xv = x.value()](const auto& g) { return -(g * y) / xv; },
-                        &detail::describe_elementwise);
-}
-
-// Unary functions: y = f(x), d x = g f'(x).
-template <traced_like X>
-[[nodiscard]] auto exp(const X& x) {
-  auto y = typeshard::exp(x.value());
-  return detail::record(y, x, [y](const auto& g) { return g * y; }, &detail::describe_elementwise);
-}
-template <traced_like X>
-[[nodiscard]] auto log(const X& x) {
-  return detail::record(
-      typeshard::log(x.value()), x, [xv = x.value()](const auto& g) { return g / xv; },
-      &detail::describe_elementwise);
-}
-template <traced_like X>
-[[nodiscard]] auto tanh(const X& x) {
-  auto y = typeshard::tanh(x.value());
-  return detail::record(
-      y, x, [y](const auto& g) { return g * (detail::scalar_t<X>(1) - y * y); },
-      &detail::describe_elementwise);
-}
-template <traced_like X>
-[[nodiscard]] auto relu(const X& x) {
-  return detail::record(typeshard::relu(x.value()), x,
-                        [xv = x.value()](const auto& g) {
-                          return typeshard::zip(g, xv, detail::relu_backward_t{});
-                        },
-                        &detail::describe_elementwise);
-}
-template <traced_like X>
-[[nodiscard]] auto sin(const X& x) {
-  return detail::record(typeshard::sin(x.value()), x,
-                        [xv = x.value()](const auto& g) { return g * typeshard::cos(xv); },
-                        &detail::describe_elementwise);
-}
-template <traced_like X>
-[[nodiscard]] auto cos(const X& x) {
-  return detail::record(typeshard::cos(x.value()), x,
-                        [xv = x.value()](const auto& g) { return -(g * typeshard::sin(xv)); },
-                        &detail::describe_elementwise);
-}
-template <traced_like X>
-[[nodiscard]] auto sqrt(const X& x) {
-  using T = detail::scalar_t<X>;
-  auto y = typeshard::sqrt(x.value());
-  return detail::record(y, x, [y](const auto& g) { return (g * T(0.5)) / y; },
                         &detail::describe_elementwise);
 }
 
