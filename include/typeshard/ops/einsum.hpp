@@ -52,6 +52,7 @@
 #include "../plan/detail/einsum_steps.hpp"
 #include "../plan/einsum_plan.hpp"
 #include "detail/executor.hpp"
+#include "detail/forward_value.hpp"
 #include "detail/operand_types.hpp"
 
 namespace typeshard {
@@ -254,30 +255,56 @@ auto checked_contraction(const A& a, const B& b, Check check_operands) {
   }
 }
 
+// ts::einsum's plan on arrays a and b: rule 2 in einsum's words, the plan, the run-time checks,
+// the run (checked_contraction).
+template <einsum_subscripts S, class OutSpec, class U, class A, class B>
+auto einsum_arrays(const A& a, const B& b) {
+  return checked_contraction<einsum_plan_for<S, A, B, OutSpec>, U,
+                             front_wording<contraction_front::einsum>>(
+      a, b, [](const auto& x, const auto& y) { check_einsum_operands<S>(x, y); });
+}
+
+// ts::einsum's backward (transpose) rule, on a traced operand: the forward is einsum_arrays on
+// the values, each operand's cotangent the einsum with the transposed equation. Declared here,
+// defined in ops/detail/traced_einsum.hpp, which ops/traced.hpp (where traced values come
+// from) includes.
+template <einsum_subscripts S, class OutSpec, class U, class A, class B>
+auto traced_einsum(const A& a, const B& b);
+
+// ts::einsum by its operands' kind: a traced operand's forward and recorded backward, or the
+// arrays' plan run.
+template <einsum_subscripts S, class OutSpec, class U, class A, class B>
+auto einsum_any(const A& a, const B& b, source_site loc) {
+  const call_site_scope site(loc);
+  if constexpr (is_traced_v<A> || is_traced_v<B>)
+    return traced_einsum<S, OutSpec, U>(a, b);
+  else
+    return einsum_arrays<S, OutSpec, U>(a, b);
+}
+
 }  // namespace detail
 
 // einsum<Subscripts, OutSpec>(a, b, preferred_element<U>): the contraction Subscripts names,
 // sharded by OutSpec (without OutSpec, sharded and possibly unreduced as the plan's rules
 // give), of element type U: the operands' own, or float for bfloat16 operands (JAX's
-// preferred_element_type).
-template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_like A,
-          sharded_array_like B, class U>
+// preferred_element_type). Either operand may be a value traced by ts::value_and_grad
+// (global_operand): the forward is the arrays' plan, the backward recorded.
+template <einsum_subscripts Subscripts, class OutSpec = auto_out, global_operand A,
+          global_operand B, class U>
   requires(spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
-  const detail::call_site_scope site(loc);
-  return detail::checked_contraction<einsum_plan_for<Subscripts, A, B, OutSpec>, U,
-                                     detail::front_wording<detail::contraction_front::einsum>>(
-      a, b, [](const auto& x, const auto& y) { detail::check_einsum_operands<Subscripts>(x, y); });
+  return detail::einsum_any<Subscripts, OutSpec, U>(a, b, loc);
 }
 
 // einsum<Subscripts, OutSpec>(a, b): the same, of the operands' element type.
-template <einsum_subscripts Subscripts, class OutSpec = auto_out, sharded_array_like A,
-          sharded_array_like B>
+template <einsum_subscripts Subscripts, class OutSpec = auto_out, global_operand A,
+          global_operand B>
   requires(spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto einsum(const A& a, const B& b,
                           detail::source_site loc = detail::source_site::current()) {
-  return einsum<Subscripts, OutSpec>(a, b, preferred_element<typename A::value_type>, loc);
+  return detail::einsum_any<Subscripts, OutSpec, typename detail::value_t<A>::value_type>(a, b,
+                                                                                          loc);
 }
 
 }  // namespace typeshard

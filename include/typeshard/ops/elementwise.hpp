@@ -36,6 +36,7 @@
 #include "../core/rules/rule5_elementwise.hpp"
 #include "detail/elementwise_loops.hpp"
 #include "detail/elementwise_shards.hpp"
+#include "detail/forward_value.hpp"
 
 namespace typeshard {
 
@@ -136,23 +137,59 @@ auto zip_op(const A& a, const B& b, F f, const char* op) {
     return zip(a, b, f);
 }
 
+// The backward rules of + - * /, maximum and minimum on a traced operand (the forward is the
+// arrays' operation on the values): declared here, defined in
+// ops/detail/traced_elementwise.hpp and traced_extrema.hpp, which ops/traced.hpp (where traced
+// values come from) includes.
+enum class arithmetic { plus, minus, multiplies, divides };
+template <arithmetic Op, class A, class B>
+auto traced_arithmetic(const A& a, const B& b);
+// maximum (Max) or minimum's (ops/detail/traced_extrema.hpp).
+template <bool Max, class A, class B>
+auto traced_maximum(const A& a, const B& b);
+// Unary minus and the unary functions' (ops/detail/traced_elementwise.hpp).
+enum class unary_function { negate, sin, cos, exp, log, tanh, sqrt, relu };
+template <unary_function F, class X>
+auto traced_unary(const X& x);
+
+// Op on a and b by their kind: a traced operand's forward and recorded backward, or zip_op on
+// arrays or blocks.
+template <arithmetic Op, bool Linear, class A, class B, class F>
+auto arithmetic_any(const A& a, const B& b, F f, const char* op) {
+  if constexpr (is_traced_v<A> || is_traced_v<B>)
+    return traced_arithmetic<Op>(a, b);
+  else
+    return zip_op<Linear>(a, b, f, op);
+}
+
 }  // namespace detail
+
+// The operands of + - * /, maximum and minimum on two operands: two arrays or two blocks, or a
+// value traced by ts::value_and_grad beside an array or another traced value.
+template <class A>
+concept arithmetic_operand = global_operand<A> || block_like<A>;
+template <class A, class B>
+concept arithmetic_operands = arithmetic_operand<A> && arithmetic_operand<B> &&
+                              same_operand_kind<detail::value_t<A>, detail::value_t<B>>;
 
 // ---- linear operations: defined on unreduced values too ----------------------------------
 
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto operator+(const A& a, const B& b) {
-  return detail::zip_op<true>(a, b, fn::plus, "operator+");
+  return detail::arithmetic_any<detail::arithmetic::plus, true>(a, b, fn::plus, "operator+");
 }
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto operator-(const A& a, const B& b) {
-  return detail::zip_op<true>(a, b, fn::minus, "operator-");
+  return detail::arithmetic_any<detail::arithmetic::minus, true>(a, b, fn::minus, "operator-");
 }
-template <elementwise_operand A>
+template <arithmetic_operand A>
 [[nodiscard]] auto operator-(const A& a) {
-  return detail::map_linear(a, fn::negate);
+  if constexpr (detail::is_traced_v<A>)
+    return detail::traced_unary<detail::unary_function::negate>(a);
+  else
+    return detail::map_linear(a, fn::negate);
 }
 // Scaling by a scalar: x * s, s * x, x / s.
 template <elementwise_operand A>
@@ -205,32 +242,43 @@ template <elementwise_operand A>
 
 // ---- non-linear operations: need fully reduced values ------------------------------------
 
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto operator*(const A& a, const B& b) {
-  return detail::zip_op<false>(a, b, fn::multiplies, "operator*");
+  return detail::arithmetic_any<detail::arithmetic::multiplies, false>(a, b, fn::multiplies,
+                                                                       "operator*");
 }
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto operator/(const A& a, const B& b) {
-  return detail::zip_op<false>(a, b, fn::divides, "operator/");
+  return detail::arithmetic_any<detail::arithmetic::divides, false>(a, b, fn::divides, "operator/");
 }
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto maximum(const A& a, const B& b) {
-  return detail::zip_op<false>(a, b, fn::maximum, "maximum");
+  if constexpr (detail::is_traced_v<A> || detail::is_traced_v<B>)
+    return detail::traced_maximum<true>(a, b);
+  else
+    return detail::zip_op<false>(a, b, fn::maximum, "maximum");
 }
-template <elementwise_operand A, elementwise_operand B>
-  requires same_operand_kind<A, B>
+template <arithmetic_operand A, arithmetic_operand B>
+  requires arithmetic_operands<A, B>
 [[nodiscard]] auto minimum(const A& a, const B& b) {
-  return detail::zip_op<false>(a, b, fn::minimum, "minimum");
+  if constexpr (detail::is_traced_v<A> || detail::is_traced_v<B>)
+    return detail::traced_maximum<false>(a, b);
+  else
+    return detail::zip_op<false>(a, b, fn::minimum, "minimum");
 }
 
-// sin cos exp log tanh sqrt abs relu: ts::map with the function of the same name.
-#define TYPESHARD_UNARY_OPERATION(name)   \
-  template <elementwise_operand A>        \
-  [[nodiscard]] auto name(const A& a) {   \
-    return map(a, fn::name);              \
+// sin cos exp log tanh sqrt relu: ts::map with the function of the same name on an array or a
+// block; on a traced value, its forward and recorded backward.
+#define TYPESHARD_UNARY_OPERATION(name)                                     \
+  template <arithmetic_operand A>                                           \
+  [[nodiscard]] auto name(const A& a) {                                     \
+    if constexpr (detail::is_traced_v<A>)                                   \
+      return detail::traced_unary<detail::unary_function::name>(a);         \
+    else                                                                    \
+      return map(a, fn::name);                                              \
   }
 TYPESHARD_UNARY_OPERATION(sin)
 TYPESHARD_UNARY_OPERATION(cos)
@@ -238,8 +286,13 @@ TYPESHARD_UNARY_OPERATION(exp)
 TYPESHARD_UNARY_OPERATION(log)
 TYPESHARD_UNARY_OPERATION(tanh)
 TYPESHARD_UNARY_OPERATION(sqrt)
-TYPESHARD_UNARY_OPERATION(abs)
 TYPESHARD_UNARY_OPERATION(relu)
 #undef TYPESHARD_UNARY_OPERATION
+
+// abs: ts::map with fn::abs (not differentiable: no traced form).
+template <elementwise_operand A>
+[[nodiscard]] auto abs(const A& a) {
+  return map(a, fn::abs);
+}
 
 }  // namespace typeshard

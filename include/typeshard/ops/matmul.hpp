@@ -38,6 +38,7 @@
 #include "../core/rules/rule2_matmul.hpp"
 #include "../plan/detail/einsum_planner.hpp"
 #include "../plan/matmul_plan.hpp"
+#include "detail/forward_value.hpp"
 #include "detail/operand_types.hpp"
 #include "einsum.hpp"
 
@@ -86,28 +87,55 @@ struct front_wording<contraction_front::matmul>
                       diagnostic::matmul_meshes_differ, diagnostic::matmul_element_types_differ> {
 };
 
+// ts::matmul's plan on arrays a and b: rule 2 in matmul's words, the plan, the run-time checks,
+// the run (checked_contraction).
+template <class OutSpec, class U, class A, class B>
+auto matmul_arrays(const A& a, const B& b) {
+  return checked_contraction<matmul_plan_for<A, B, OutSpec>, U,
+                             front_wording<contraction_front::matmul>>(
+      a, b, [](const auto& x, const auto& y) { check_matmul_operands(x, y); });
+}
+
+// ts::matmul's backward (transpose) rule, on a traced operand: the forward is matmul_arrays on
+// the values (its plan and its rules: accepted exactly where the array call is; batch
+// dimensions never move, so sharded over different axes they are an error even with an
+// output spec), the backward the einsums of "...ij,...jk->...ik" transposed. Declared here,
+// defined in ops/detail/traced_einsum.hpp (included by ops/traced.hpp).
+template <class OutSpec, class U, class A, class B>
+auto traced_matmul(const A& a, const B& b);
+
+// ts::matmul by its operands' kind: a traced operand's forward and recorded backward, or the
+// arrays' plan run.
+template <class OutSpec, class U, class A, class B>
+auto matmul_any(const A& a, const B& b, source_site loc) {
+  const call_site_scope site(loc);
+  if constexpr (is_traced_v<A> || is_traced_v<B>)
+    return traced_matmul<OutSpec, U>(a, b);
+  else
+    return matmul_arrays<OutSpec, U>(a, b);
+}
+
 }  // namespace detail
 
 // matmul<OutSpec>(a, b, preferred_element<U>): a . b over the last two dimensions, sharded
 // by OutSpec (without OutSpec, sharded and possibly unreduced as the plan's rules give), of
 // element type U: the operands' own, or float for bfloat16 operands (JAX's
-// preferred_element_type: float sums either way, rounded once).
-template <class OutSpec = auto_out, sharded_array_like A, sharded_array_like B, class U>
+// preferred_element_type: float sums either way, rounded once). Either operand may be a value
+// traced by ts::value_and_grad (global_operand). (Blocks inside ts::shard_map:
+// array/block_matmul.hpp.)
+template <class OutSpec = auto_out, global_operand A, global_operand B, class U>
   requires(spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U>,
                           detail::source_site loc = detail::source_site::current()) {
-  const detail::call_site_scope site(loc);
-  return detail::checked_contraction<matmul_plan_for<A, B, OutSpec>, U,
-                                     detail::front_wording<detail::contraction_front::matmul>>(
-      a, b, [](const auto& x, const auto& y) { detail::check_matmul_operands(x, y); });
+  return detail::matmul_any<OutSpec, U>(a, b, loc);
 }
 
 // matmul<OutSpec>(a, b): the same, of the operands' element type.
-template <class OutSpec = auto_out, sharded_array_like A, sharded_array_like B>
+template <class OutSpec = auto_out, global_operand A, global_operand B>
   requires(spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
 [[nodiscard]] auto matmul(const A& a, const B& b,
                           detail::source_site loc = detail::source_site::current()) {
-  return matmul<OutSpec>(a, b, preferred_element<typename A::value_type>, loc);
+  return detail::matmul_any<OutSpec, typename detail::value_t<A>::value_type>(a, b, loc);
 }
 
 }  // namespace typeshard

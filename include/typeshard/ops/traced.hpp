@@ -37,9 +37,11 @@
 // wrong gradient.
 //
 // (The type is in detail/traced_value.hpp, the ops on it in detail/traced_*.hpp, one file per
-// op family. ts::sum, mean, max, min, the comparisons and ts::layer_norm have one entry point
-// for every operand kind, in their own headers (ops/reduce.hpp, ops/where.hpp,
-// ops/layer_norm.hpp), which call the backward rule defined in detail/traced_*.hpp.)
+// op family. ts::einsum, matmul, sum, mean, max, min, maximum, minimum, binary + - * /, unary
+// -, sin cos exp log tanh sqrt relu, the comparisons and ts::layer_norm have one entry point
+// for every operand kind, in their own headers (ops/einsum.hpp, ops/matmul.hpp, ops/reduce.hpp,
+// ops/elementwise.hpp, ops/where.hpp, ops/layer_norm.hpp), which call the backward rule
+// defined in detail/traced_*.hpp.)
 #pragma once
 
 #include "detail/traced_dims.hpp"

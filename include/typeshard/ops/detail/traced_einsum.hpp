@@ -1,6 +1,8 @@
-// typeshard/ops/detail/traced_einsum.hpp: ts::einsum and ts::matmul on traced values (see
-// ops/traced.hpp): the forward is the array call's (its plan, its rules), each operand's
-// cotangent the einsum with the transposed equation.
+// typeshard/ops/detail/traced_einsum.hpp: the backward (transpose) rules of ts::einsum and
+// ts::matmul, which their one entry points (ops/einsum.hpp, ops/matmul.hpp) call on a traced
+// operand (see ops/traced.hpp): the forward is the array call's (its plan, its rules), each
+// operand's cotangent the einsum with the transposed equation (with a preferred element: see
+// ops/detail/traced_mixed.hpp).
 #pragma once
 
 #include <memory>
@@ -8,8 +10,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "../astype.hpp"
 #include "../einsum.hpp"
 #include "../matmul.hpp"
+#include "../reshard.hpp"
 #include "traced_value.hpp"
 
 namespace typeshard {
@@ -106,42 +110,75 @@ constexpr bool einsum_differentiable() {
   return lhs_ok && rhs_ok;
 }
 
-}  // namespace detail
-
-// einsum<Subscripts[, OutSpec]>(a, b) with a traced operand (ts::einsum on arrays otherwise).
-template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class B>
-  requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto einsum(const A& a, const B& b) {
-  using AV = detail::value_t<A>;
-  using BV = detail::value_t<B>;
-  auto value = typeshard::einsum<Subscripts, OutSpec>(detail::value_of(a), detail::value_of(b));
-  using R = decltype(value);
-  if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> ||
-                !detail::einsum_differentiable<Subscripts, A, B>())
-    return detail::unrecorded_contraction(std::move(value), a, b);
-  else
-    return detail::record_contraction<Subscripts, detail::einsum_transpose_rule>(
-        std::move(value), a, b, detail::describe_einsum<Subscripts, R, A, B>{});
+inline std::string describe_mixed_einsum() {
+  return "einsum (preferred_element) backward: each operand's cotangent is the transposed "
+         "einsum of the cotangent cast to the operand's element type, accumulated in the "
+         "preferred element, resharded to the operand's spec in it, then cast";
 }
 
-// matmul<OutSpec>(a, b) with a traced operand: forward, ts::matmul on the arrays (its plan
-// and its rules: accepted exactly where the array call is; batch dimensions never move, so
-// sharded over different axes they are an error even with an output spec); backward, the
-// einsums of "...ij,...jk->...ik" transposed.
-template <class OutSpec = auto_out, class A, class B>
-  requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto matmul(const A& a, const B& b) {
-  using AV = detail::value_t<A>;
-  using BV = detail::value_t<B>;
-  auto value = typeshard::matmul<OutSpec>(detail::value_of(a), detail::value_of(b));
-  using R = decltype(value);
-  if constexpr (!matmul_valid<AV, BV, OutSpec>) {
-    return detail::unrecorded_contraction(std::move(value), a, b);
-  } else {
-    constexpr einsum_subscripts S = detail::matmul_subscripts<AV::rank>();
-    return detail::record_contraction<S, detail::einsum_transpose_rule>(
-        std::move(value), a, b, detail::describe_einsum<S, R, A, B>{});
+// The transpose rule of a contraction with preferred element U (ops/detail/traced_mixed.hpp
+// says why): d operand X (element T) = einsum<Tr>(g as T, other) accumulated in U, resharded
+// to the operand's spec in U, rounded to T; for a cast leaf X the accumulated einsum in U
+// itself (the cast leaf's sink keeps its unreduced axes).
+template <class U>
+struct mixed_transpose_rule {
+  template <einsum_subscripts Tr, class X, class G, class Other>
+  static auto of(const G& g, const Other& other) {
+    using Operand = value_t<X>;
+    using T = typename Operand::value_type;
+    constexpr bool cast_leaf = is_cast_leaf_v<X>;
+    const auto gt = typeshard::astype<T>(g);
+    using GT = std::remove_cvref_t<decltype(gt)>;
+    if constexpr (cast_leaf && einsum_valid<Tr, GT, Other>)
+      return typeshard::einsum<Tr>(gt, other, preferred_element<U>);
+    else if constexpr (cast_leaf)
+      return typeshard::einsum<Tr, typename Operand::spec>(gt, other, preferred_element<U>);
+    else if constexpr (einsum_valid<Tr, GT, Other>)
+      return typeshard::astype<T>(typeshard::reshard<typename Operand::spec>(
+          typeshard::einsum<Tr>(gt, other, preferred_element<U>)));
+    else
+      return typeshard::astype<T>(typeshard::einsum<Tr, typename Operand::spec>(
+          gt, other, preferred_element<U>));
   }
+};
+
+// The traced result of the contraction S of a and b whose forward result is `value`, of
+// element type U: the backward recorded (in the operands' element type, or with preferred
+// element U) when Valid and the forward's diagnostics did not fire, else nothing recorded.
+template <einsum_subscripts S, bool Valid, class U, class R, class A, class B>
+auto traced_contraction(R value, const A& a, const B& b) {
+  if constexpr (!Valid || !std::is_same_v<typename R::value_type, U>)
+    return unrecorded_contraction(std::move(value), a, b);
+  else if constexpr (std::is_same_v<typename value_t<A>::value_type, U>)
+    return record_contraction<S, einsum_transpose_rule>(std::move(value), a, b,
+                                                        describe_einsum<S, R, A, B>{});
+  else
+    return record_contraction<S, mixed_transpose_rule<U>>(std::move(value), a, b,
+                                                          &describe_mixed_einsum);
 }
+
+// ts::einsum's backward rule (declared in ops/einsum.hpp).
+template <einsum_subscripts S, class OutSpec, class U, class A, class B>
+auto traced_einsum(const A& a, const B& b) {
+  using AV = value_t<A>;
+  using BV = value_t<B>;
+  auto value = einsum_arrays<S, OutSpec, U>(value_of(a), value_of(b));
+  constexpr bool valid = einsum_valid<S, AV, BV, OutSpec> && einsum_differentiable<S, A, B>();
+  return traced_contraction<S, valid, U>(std::move(value), a, b);
+}
+
+// ts::matmul's backward rule (declared in ops/matmul.hpp): the einsum's of matmul_subscripts.
+template <class OutSpec, class U, class A, class B>
+auto traced_matmul(const A& a, const B& b) {
+  using AV = value_t<A>;
+  using BV = value_t<B>;
+  auto value = matmul_arrays<OutSpec, U>(value_of(a), value_of(b));
+  if constexpr (!matmul_valid<AV, BV, OutSpec>)
+    return unrecorded_contraction(std::move(value), a, b);
+  else
+    return traced_contraction<matmul_subscripts<AV::rank>(), true, U>(std::move(value), a, b);
+}
+
+}  // namespace detail
 
 }  // namespace typeshard

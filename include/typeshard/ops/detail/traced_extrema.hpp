@@ -22,7 +22,8 @@ inline std::string describe_maximum() {
          "(local), summed over broadcast dimensions";
 }
 
-// maximum (Max) or minimum of a and b, one of them traced.
+// maximum (Max) or minimum of a and b, one of them traced: the backward rule (declared in
+// ops/elementwise.hpp, whose ts::maximum and ts::minimum call it).
 template <bool Max, class A, class B>
 auto traced_maximum(const A& a, const B& b) {
   using AV = value_t<A>;
@@ -51,16 +52,5 @@ auto traced_maximum(const A& a, const B& b) {
 }
 
 }  // namespace detail
-
-template <class A, class B>
-  requires traced_operands<A, B>
-[[nodiscard]] auto maximum(const A& a, const B& b) {
-  return detail::traced_maximum<true>(a, b);
-}
-template <class A, class B>
-  requires traced_operands<A, B>
-[[nodiscard]] auto minimum(const A& a, const B& b) {
-  return detail::traced_maximum<false>(a, b);
-}
 
 }  // namespace typeshard

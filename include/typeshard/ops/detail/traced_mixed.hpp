@@ -1,5 +1,6 @@
 // typeshard/ops/detail/traced_mixed.hpp: mixed precision on traced values (see ops/traced.hpp):
-// ts::astype and the contractions with a preferred_element.
+// ts::astype, and the choice behind the contractions' preferred_element backward
+// (detail::mixed_transpose_rule, in traced_einsum.hpp beside the contractions' other rule).
 //
 //   auto loss = [](auto w, auto x) {                        // w: float master weights
 //     auto wb = ts::astype<ts::bfloat16>(w);                // bf16 compute copy
@@ -34,9 +35,6 @@
 #include <utility>
 
 #include "../astype.hpp"
-#include "../einsum.hpp"
-#include "../matmul.hpp"
-#include "traced_einsum.hpp"
 #include "traced_value.hpp"
 
 namespace typeshard {
@@ -45,37 +43,6 @@ namespace detail {
 inline std::string describe_astype() {
   return "astype backward: the cotangent cast back to the operand's element type (local)";
 }
-inline std::string describe_mixed_einsum() {
-  return "einsum (preferred_element) backward: each operand's cotangent is the transposed "
-         "einsum of the cotangent cast to the operand's element type, accumulated in the "
-         "preferred element, resharded to the operand's spec in it, then cast";
-}
-
-// The transpose rule of a contraction with preferred element U: d operand X (element T) =
-// einsum<Tr>(g as T, other) accumulated in U, resharded to the operand's spec in U, rounded
-// to T; for a cast leaf X the accumulated einsum in U itself (the cast leaf's sink keeps its
-// unreduced axes).
-template <class U>
-struct mixed_transpose_rule {
-  template <einsum_subscripts Tr, class X, class G, class Other>
-  static auto of(const G& g, const Other& other) {
-    using Operand = value_t<X>;
-    using T = typename Operand::value_type;
-    constexpr bool cast_leaf = is_cast_leaf_v<X>;
-    const auto gt = typeshard::astype<T>(g);
-    using GT = std::remove_cvref_t<decltype(gt)>;
-    if constexpr (cast_leaf && einsum_valid<Tr, GT, Other>)
-      return typeshard::einsum<Tr>(gt, other, preferred_element<U>);
-    else if constexpr (cast_leaf)
-      return typeshard::einsum<Tr, typename Operand::spec>(gt, other, preferred_element<U>);
-    else if constexpr (einsum_valid<Tr, GT, Other>)
-      return typeshard::astype<T>(typeshard::reshard<typename Operand::spec>(
-          typeshard::einsum<Tr>(gt, other, preferred_element<U>)));
-    else
-      return typeshard::astype<T>(typeshard::einsum<Tr, typename Operand::spec>(
-          gt, other, preferred_element<U>));
-  }
-};
 }  // namespace detail
 
 // astype<U>(x) on a traced x: the cast, whose backward casts the cotangent back (x itself when
@@ -94,49 +61,6 @@ template <class U, traced_like X>
     return detail::record(
         typeshard::astype<U>(x.value()), x,
         [](const auto& g) { return typeshard::astype<T>(g); }, &detail::describe_astype);
-  }
-}
-
-// einsum<Subscripts[, OutSpec]>(a, b, preferred_element<U>) with a traced operand.
-template <einsum_subscripts Subscripts, class OutSpec = auto_out, class A, class B, class U>
-  requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto einsum(const A& a, const B& b, preferred_element_t<U> pe) {
-  using AV = detail::value_t<A>;
-  using BV = detail::value_t<B>;
-  if constexpr (std::is_same_v<typename AV::value_type, U>) {
-    return typeshard::einsum<Subscripts, OutSpec>(a, b);  // the ordinary traced einsum
-  } else {
-    auto value =
-        typeshard::einsum<Subscripts, OutSpec>(detail::value_of(a), detail::value_of(b), pe);
-    if constexpr (!einsum_valid<Subscripts, AV, BV, OutSpec> ||
-                  !detail::einsum_differentiable<Subscripts, A, B>() ||
-                  !std::is_same_v<typename decltype(value)::value_type, U>)
-      return detail::unrecorded_contraction(std::move(value), a, b);
-    else
-      return detail::record_contraction<Subscripts, detail::mixed_transpose_rule<U>>(
-          std::move(value), a, b, &detail::describe_mixed_einsum);
-  }
-}
-
-// matmul<OutSpec>(a, b, preferred_element<U>) with a traced operand: forward, ts::matmul on
-// the arrays (its plan and its rules: accepted exactly where the array call is), backward as
-// the einsum's of "...ij,...jk->...ik".
-template <class OutSpec = auto_out, class A, class B, class U>
-  requires traced_operands<A, B> && (spec_like<OutSpec> || std::is_same_v<OutSpec, auto_out>)
-[[nodiscard]] auto matmul(const A& a, const B& b, preferred_element_t<U> pe) {
-  using AV = detail::value_t<A>;
-  using BV = detail::value_t<B>;
-  if constexpr (std::is_same_v<typename AV::value_type, U>) {
-    return typeshard::matmul<OutSpec>(a, b);  // the ordinary traced matmul
-  } else {
-    auto value = typeshard::matmul<OutSpec>(detail::value_of(a), detail::value_of(b), pe);
-    if constexpr (!matmul_valid<AV, BV, OutSpec> ||
-                  !std::is_same_v<typename decltype(value)::value_type, U>)
-      return detail::unrecorded_contraction(std::move(value), a, b);
-    else
-      return detail::record_contraction<detail::matmul_subscripts<AV::rank>(),
-                                        detail::mixed_transpose_rule<U>>(
-          std::move(value), a, b, &detail::describe_mixed_einsum);
   }
 }
 
