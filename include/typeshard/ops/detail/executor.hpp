@@ -67,8 +67,10 @@ enum kernel_families : unsigned {
   no_kernels = 0,
   contraction_kernels = 1,  // local_gemm (einsum, matmul)
   reduction_kernels = 2,    // local_reduce with local_op::reduce (sum, mean, max, min)
-  row_op_kernels = 4,       // the row kernels (softmax, log_softmax, layer_norm)
-  window_kernels = 8        // the window copy (slice, split, concat, pad)
+  softmax_kernels = 4,      // softmax's row kernels (softmax, log_softmax)
+  window_kernels = 8,       // the window copy (slice, split, concat, pad)
+  layer_norm_kernels = 16,  // layer_norm's row kernels (forward and backward)
+  row_op_kernels = softmax_kernels | layer_norm_kernels  // every row kernel
 };
 
 // One device's blocks while a plan runs: the operands (by step_operand: array, lhs, rhs) in T,
@@ -185,8 +187,9 @@ void run_stats_collective(backend& b, const mesh_value& mv, std::size_t p, const
 
 // A row kernel step (steps[i]) on the array's block x: with the steps of the same row
 // operation that follow it with no collective between (layer_norm's), fused, each row whole
-// at once. Returns the index of the last step it ran.
-template <class T, std::size_t Rank>
+// at once. Returns the index of the last step it ran. Kernels: the row kernel families built
+// (softmax_kernels, layer_norm_kernels; a softmax compiles no layer_norm kernel).
+template <class T, std::size_t Rank, unsigned Kernels = row_op_kernels>
 std::size_t run_row_step(const mesh_value& m, std::size_t p, std::span<const step<Rank>> steps,
                          std::size_t i, operand_block<T, Rank>& x, row_state<T>& rows,
                          const step_payloads& pl) {
@@ -206,8 +209,11 @@ std::size_t run_row_step(const mesh_value& m, std::size_t p, std::span<const ste
   const double eps = last.op == local_op::layer_norm_normalize && last.payload < pl.scalars.size()
                          ? pl.scalars[last.payload]
                          : 0.0;
-  run_row_kernel<T, Rank>(s.op, fused != 0, x.data, local_shape_of(m, x.held, x.global, p),
-                          s.dim, x.global[s.dim], eps, rows);
+  constexpr bool softmax = (Kernels & softmax_kernels) != 0;
+  constexpr bool layer_norm = (Kernels & layer_norm_kernels) != 0;
+  run_row_kernel<T, Rank, softmax, layer_norm>(s.op, fused != 0, x.data,
+                                               local_shape_of(m, x.held, x.global, p), s.dim,
+                                               x.global[s.dim], eps, rows);
   if (last.kind == step_kind::local_elementwise) x.adopt(std::move(rows.out), last.spec_after);
   return i + fused;
 }
@@ -261,7 +267,7 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
         break;
       default:  // a row kernel on the array's block
         if constexpr ((Kernels & row_op_kernels) != 0)
-          i = run_row_step<T, Rank>(m, p, steps, i, st.in[array_operand], st.rows, pl);
+          i = run_row_step<T, Rank, Kernels>(m, p, steps, i, st.in[array_operand], st.rows, pl);
         else
           throw_kernel_not_built(s.op);
         break;
