@@ -66,11 +66,13 @@ struct step_payloads {
 enum kernel_families : unsigned {
   no_kernels = 0,
   contraction_kernels = 1,  // local_gemm (einsum, matmul)
-  reduction_kernels = 2,    // local_reduce with local_op::reduce (sum, mean, max, min)
+  sum_kernels = 2,          // local_reduce with local_op::reduce of sum and mean
   softmax_kernels = 4,      // softmax's row kernels (softmax, log_softmax)
   window_kernels = 8,       // the window copy (slice, split, concat, pad)
   layer_norm_kernels = 16,  // layer_norm's row kernels (forward and backward)
-  row_op_kernels = softmax_kernels | layer_norm_kernels  // every row kernel
+  extremum_kernels = 32,    // local_reduce with local_op::reduce of max and min
+  row_op_kernels = softmax_kernels | layer_norm_kernels,  // every row kernel
+  reduction_kernels = sum_kernels | extremum_kernels     // every reduction
 };
 
 // One device's blocks while a plan runs: the operands (by step_operand: array, lhs, rhs) in T,
@@ -142,8 +144,9 @@ void run_contraction(backend& bk, const mesh_value& mv, std::size_t p, const ste
 
 // A `local_reduce` step with local_op::reduce on the array's block: the reduction the step
 // names over its dimensions `over` (mean by the global count of reduced elements); the block
-// is then one of the array with those dimensions at extent 1.
-template <class T, std::size_t R>
+// is then one of the array with those dimensions at extent 1. Kernels: the reductions built
+// (sum_kernels, extremum_kernels).
+template <class T, std::size_t R, unsigned Kernels = reduction_kernels>
 void run_reduction(const mesh_value& mv, std::size_t p, const step<R>& s,
                    operand_block<T, R>& x) {
   if constexpr (!reducible_element_v<T>) {
@@ -159,7 +162,9 @@ void run_reduction(const mesh_value& mv, std::size_t p, const step<R>& s,
         kept[d] = 1;
         count *= static_cast<double>(x.global[d]);
       }
-    buffer<T> r = local_reduce<T, R>(
+    constexpr bool sums = (Kernels & sum_kernels) != 0;
+    constexpr bool extrema = (Kernels & extremum_kernels) != 0;
+    buffer<T> r = local_reduce<T, R, sums, extrema>(
         s.reduce, std::span<const T>(x.data, host_tensor<T, R>::element_count(have)), have,
         s.over, count);
     x.global = kept;
@@ -252,7 +257,8 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
         break;
       case local_op::reduce:
         if constexpr ((Kernels & reduction_kernels) != 0)
-          run_reduction<T, Rank>(m, p, s, st.in[static_cast<std::size_t>(step_operand::array)]);
+          run_reduction<T, Rank, Kernels>(m, p, s,
+                                          st.in[static_cast<std::size_t>(step_operand::array)]);
         else
           throw_kernel_not_built(s.op);
         break;
