@@ -103,11 +103,11 @@ void run_contraction(backend& bk, const mesh_value& mv, std::size_t p, const ste
                      device_state<T, R, C>& st, const step_payloads& pl) {
   if constexpr (!contractible_v<T, C>) {
     (void)bk, (void)mv, (void)p, (void)s, (void)st, (void)pl;
-    throw usage_error("typeshard: internal: a contraction of element types it has no kernel for");
+    throw_internal("typeshard: internal: a contraction of element types it has no kernel for");
   } else {
     using block = operand_block<T, R>;
     if (s.payload >= pl.contractions.size())
-      throw usage_error("typeshard: internal: a local_gemm step names no contraction of the run");
+      throw_internal("typeshard: internal: a local_gemm step names no contraction of the run");
     const einsum_equation& eq = pl.contractions[s.payload];
     block& a = st.in[static_cast<std::size_t>(step_operand::lhs)];
     block& b = st.in[static_cast<std::size_t>(step_operand::rhs)];
@@ -151,7 +151,7 @@ void run_reduction(const mesh_value& mv, std::size_t p, const step<R>& s,
                    operand_block<T, R>& x) {
   if constexpr (!reducible_element_v<T>) {
     (void)mv, (void)p, (void)s, (void)x;
-    throw usage_error("typeshard: internal: a reduction of an element type it has no kernel for");
+    throw_internal("typeshard: internal: a reduction of an element type it has no kernel for");
   } else {
     take_slices<T, R>(mv, p, x);
     const shape<R> have = local_shape_of(mv, x.held, x.global, p);
@@ -223,7 +223,7 @@ std::size_t run_row_step(const mesh_value& m, std::size_t p, std::span<const ste
   return i + fused;
 }
 
-[[noreturn]] inline void throw_kernel_not_built(local_op op) {
+[[noreturn]] TYPESHARD_COLD TYPESHARD_NOINLINE inline void throw_kernel_not_built(local_op op) {
   throw usage_error(message({"typeshard: internal: a run met a local step (op ",
                              static_cast<unsigned>(op), ") of a kernel family it was not built "
                              "for (kernel_families)"}));
@@ -241,7 +241,7 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
     switch (s.op) {
       case local_op::none:
         if (!s.communicates() && s.kind != step_kind::slice)
-          throw usage_error("typeshard: internal: a local step names no kernel (its `op`)");
+          throw_internal("typeshard: internal: a local step names no kernel (its `op`)");
         if (s.operand == step_operand::stats)
           run_stats_collective<T>(b, m, p, s.axes, s.kind, s.payload, st.rows);
         else if (s.operand == step_operand::out)
@@ -265,7 +265,7 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
       case local_op::window:
         if constexpr ((Kernels & window_kernels) != 0 && std::is_same_v<T, C>) {
           if (s.payload >= pl.windows.size())
-            throw usage_error("typeshard: internal: a window step names no window of the run");
+            throw_internal("typeshard: internal: a window step names no window of the run");
           run_window<T, Rank>(m, p, s, st.in[array_operand], st.out, pl.windows[s.payload]);
         } else {
           throw_kernel_not_built(s.op);

@@ -126,7 +126,7 @@ void run_step(backend& b, const mesh_value& m, std::size_t p, const step<Rank>& 
       // Collectives along a dimension: none in a rank-0 plan (a rank-0 array has no dimension
       // to shard), so a rank-0 run compiles none of them.
       if constexpr (Rank == 0)
-        throw usage_error("typeshard: internal: a collective along a dimension of a rank-0 "
+        throw_internal("typeshard: internal: a collective along a dimension of a rank-0 "
                           "block");
       else if (s.kind == step_kind::psum_scatter) {
         const auto extents = member_extents(m, g, s.spec_after, x.global, s.dim);

@@ -105,15 +105,15 @@ buffer<T> local_reduce(reduction op, std::span<const T> in, const shape<Rank>& s
   switch (op) {
     case reduction::sum:
     case reduction::mean:
-      if constexpr (!Sums) throw usage_error("typeshard: internal: a sum kernel not built");
+      if constexpr (!Sums) throw_internal("typeshard: internal: a sum kernel not built");
       else reduce_block(in.data(), s, mask, o, fn::plus);
       break;
     case reduction::max:
-      if constexpr (!Extrema) throw usage_error("typeshard: internal: a max kernel not built");
+      if constexpr (!Extrema) throw_internal("typeshard: internal: a max kernel not built");
       else reduce_block(in.data(), s, mask, o, fn::maximum);
       break;
     case reduction::min:
-      if constexpr (!Extrema) throw usage_error("typeshard: internal: a min kernel not built");
+      if constexpr (!Extrema) throw_internal("typeshard: internal: a min kernel not built");
       else reduce_block(in.data(), s, mask, o, fn::minimum);
       break;
   }

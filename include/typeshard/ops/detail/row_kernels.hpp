@@ -269,7 +269,7 @@ void run_row_kernel(local_op op, bool fused, const T* x, const shape<Rank>& s, s
                     std::size_t count, double eps, row_state<T>& st) {
   if constexpr (!is_floating_element_v<T>) {
     (void)op, (void)fused, (void)x, (void)s, (void)dim, (void)count, (void)eps, (void)st;
-    throw usage_error("typeshard: internal: a row kernel on a non floating-point block");
+    throw_internal("typeshard: internal: a row kernel on a non floating-point block");
   } else {
     const row_geometry g = rows_of(s, dim);
     if (op == local_op::row_max || op == local_op::row_sum ||
@@ -298,9 +298,9 @@ void run_row_kernel(local_op op, bool fused, const T* x, const shape<Rank>& s, s
         if constexpr (LayerNorm) return layer_norm_grad_rows(op, fused, x, g, count, st);
         break;
       default:
-        throw usage_error("typeshard: internal: not a row kernel");
+        throw_internal("typeshard: internal: not a row kernel");
     }
-    throw usage_error("typeshard: internal: a row kernel of a family the run was not built for");
+    throw_internal("typeshard: internal: a row kernel of a family the run was not built for");
   }
 }
 
