@@ -66,6 +66,12 @@ class usage_error : public error {
 
 namespace detail {
 
+// A usage_error reporting a broken invariant of typeshard itself ("typeshard: internal:
+// ..."): cold and out of line, so that the check compiles to its test and one call.
+[[noreturn]] TYPESHARD_COLD TYPESHARD_NOINLINE inline void throw_internal(const char* what) {
+  throw usage_error(what);
+}
+
 // a * b, or a shape_error naming `what` if the product does not fit in size_t.
 [[noreturn]] TYPESHARD_COLD inline void throw_extent_overflow(const char* what, std::size_t a,
                                                            std::size_t b) {

@@ -129,7 +129,7 @@ auto layer_norm(const X& a, layer_norm_accumulator<typename X::value_type> eps,
   } else {
     auto rs = std::make_shared<std::vector<buffer<A>>>(Mesh::size);
     const double scalars[1] = {static_cast<double>(eps)};
-    std::vector<buffer<T>> out = run_row_steps<typename plan::out_spec>(
+    std::vector<buffer<T>> out = run_row_steps<typename plan::out_spec, layer_norm_kernels>(
         a, std::span<const step<R>>(plan::steps),
         step_payloads{{}, std::span<const double>(scalars)}, no_row_hook{},
         [&](std::size_t p, device_state<T, R>& st) {
@@ -152,7 +152,7 @@ G layer_norm_backward(const G& g, const G& y,
   using T = typename G::value_type;
   constexpr std::size_t R = G::rank;
   return G(adopt_shards, g.device_mesh(), g.extents(),
-           run_row_steps<typename plan::out_spec>(
+           run_row_steps<typename plan::out_spec, layer_norm_kernels>(
                g, std::span<const step<R>>(plan::backward_steps), step_payloads{},
                [&](std::size_t p, device_state<T, R>& st) {
                  st.rows.y = y.local_data(p).data();

@@ -52,7 +52,8 @@ namespace detail {
 // evenness of the kept extents. Sets `kept_global` (the `reduced` dimensions at extent 1).
 // A template of the element type and rank only, whatever the plan and the mesh, so a
 // program's reductions share it and typeshard::runtime compiles the common ones once.
-template <class T, std::size_t Rank>
+// Kernels: the reductions it builds (executor.hpp's sum_kernels, extremum_kernels).
+template <class T, std::size_t Rank, unsigned Kernels = reduction_kernels>
 TYPESHARD_NOINLINE std::vector<buffer<T>> reduce_blocks_on(
     backend& b, std::span<const device_id> devices, const mesh_value& mv, reduction /*op*/,
     const std::array<bool, Rank>& reduced, const std::vector<buffer<T>>& in,
@@ -66,8 +67,7 @@ TYPESHARD_NOINLINE std::vector<buffer<T>> reduce_blocks_on(
   const std::span<const step<Rank>> steps = even ? even_steps : uneven_steps;
   std::vector<buffer<T>> out(mv.size);
   b.run(devices, [&](std::size_t p) {
-    out[p] = run_steps_on<T, Rank, reduction_kernels>(b, mv, p, in[p].data(), global, in_spec,
-                                                      steps);
+    out[p] = run_steps_on<T, Rank, Kernels>(b, mv, p, in[p].data(), global, in_spec, steps);
   });
   return out;
 }
@@ -87,8 +87,17 @@ TYPESHARD_FOR_RUNTIME_TYPES_AND_RANKS(TYPESHARD_REDUCE_BLOCKS_INSTANCE, extern t
 template <class Plan, class T, class Mesh, class S, class E, class U>
 auto run_reduce(const sharded_array<T, Mesh, S, E, U>& a) {
   constexpr std::size_t Rank = E::rank;
+  // Header-only, the plan's own kernels only (sum and mean's, or max and min's); with the
+  // separately compiled runtime, the instance it holds (every reduction's).
+#if defined(TYPESHARD_SEPARATE_COMPILATION)
+  constexpr unsigned kernels = reduction_kernels;
+#else
+  constexpr unsigned kernels = Plan::op == reduction::max || Plan::op == reduction::min
+                                   ? extremum_kernels
+                                   : sum_kernels;
+#endif
   shape<Rank> kept_global{};
-  std::vector<buffer<T>> out = reduce_blocks_on<T, Rank>(
+  std::vector<buffer<T>> out = reduce_blocks_on<T, Rank, kernels>(
       a.device_mesh().get_backend(), std::span<const device_id>(a.device_mesh().devices()),
       mesh_value_of<Mesh>(), Plan::op, Plan::reduced, *a.shared_shards(),
       sharded_array<T, Mesh, S, E, U>::layout_type::entries, a.extents(),
@@ -160,8 +169,10 @@ auto reduce_block_local(const B& b) {
       else if (!mask[d])
         out[j++] = b.extent(d);
     }
+    constexpr bool extremum = Op == reduction::max || Op == reduction::min;
     return result(b.context(), out,
-                  local_reduce<T, Rank>(Op, b.values(), b.extents(), mask, count));
+                  local_reduce<T, Rank, !extremum, extremum>(Op, b.values(), b.extents(), mask,
+                                                              count));
   }
 }
 

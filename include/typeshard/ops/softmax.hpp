@@ -47,7 +47,7 @@ auto softmax(const A& a) {
                   std::shared_ptr<const std::vector<buffer<T>>>{});
   } else {
     return result(adopt_shards, a.device_mesh(), a.extents(),
-                  run_row_steps<typename plan::out_spec>(
+                  run_row_steps<typename plan::out_spec, softmax_kernels>(
                       a, std::span<const step<arr::rank>>(plan::steps)));
   }
 }

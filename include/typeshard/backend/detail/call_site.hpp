@@ -20,6 +20,9 @@
 #include <cstring>
 #include <string>
 
+#include "../../core/config.hpp"
+#include "../../core/detail/message.hpp"
+
 namespace typeshard::detail {
 
 // A position in the source: file and line.
@@ -55,14 +58,24 @@ class call_site_scope {
 
 // "file:line" of `site`, at most `max` characters (a longer path keeps its end:
 // ".../unit/f.cpp:31"); "an unknown call site" when there is none.
-inline std::string format_call_site(const source_site* site, std::size_t max = 95) {
+// Only on reporting paths: cold, out of line, compiled once per TU.
+TYPESHARD_COLD TYPESHARD_NOINLINE inline std::string format_call_site(const source_site* site,
+                                                                     std::size_t max = 95) {
   if (site == nullptr || site->file == nullptr || site->line == 0) return "an unknown call site";
-  const std::string line = ':' + std::to_string(site->line);
+  std::string line = ":";
+  append_integer(line, site->line);
   const char* file = site->file;
   const std::size_t n = std::strlen(file);
   const std::size_t room = max > line.size() + 3 ? max - line.size() : 3;
-  if (n <= room) return file + line;
-  return "..." + std::string(file + n - (room - 3)) + line;
+  std::string out;
+  if (n <= room) {
+    out.append(file, n);
+  } else {
+    out.append("...");
+    out.append(file + n - (room - 3));
+  }
+  out.append(line);
+  return out;
 }
 
 }  // namespace typeshard::detail

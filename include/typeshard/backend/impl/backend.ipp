@@ -16,6 +16,17 @@ namespace typeshard {
 
 namespace detail {
 
+// The checks' throws, cold and out of line: a check compiles to its test and one call, with
+// no message or exception object built in the checking function.
+[[noreturn]] TYPESHARD_COLD TYPESHARD_NOINLINE inline void throw_usage_error(
+    std::initializer_list<message_piece> pieces) {
+  throw usage_error(message(pieces));
+}
+[[noreturn]] TYPESHARD_COLD TYPESHARD_NOINLINE inline void throw_device_mesh_error(
+    std::initializer_list<message_piece> pieces) {
+  throw device_mesh_error(message(pieces));
+}
+
 // A hash of the arguments all members of a collective must agree on (FNV-1a over the
 // words). The first word names the collective.
 inline std::uint64_t collective_signature(std::initializer_list<std::size_t> words,
@@ -56,17 +67,17 @@ inline const char* element_kind_name(element_kind k) {
 inline void check_reducible(element_type t, reduce_op op) {
   const bool complex = t.kind == element_kind::complex64 || t.kind == element_kind::complex128;
   if (t.kind == element_kind::opaque || (complex && op != reduce_op::sum))
-    throw usage_error(message(
+    throw_usage_error(
         {"typeshard: cannot reduce elements of type ", element_kind_name(t.kind), " with ",
          op == reduce_op::sum ? "sum" : op == reduce_op::max ? "max" : "min",
-         "; reductions need arithmetic element types (complex: sum only)"}));
+         "; reductions need arithmetic element types (complex: sum only)"});
 }
 
 inline void check_counts(const collective_group& g, std::span<const std::size_t> counts,
                          const char* what) {
   if (counts.size() != g.size())
-    throw usage_error(message({"typeshard: internal: ", what, " got ", counts.size(),
-                               " counts for a group of ", g.size()}));
+    throw_usage_error({"typeshard: internal: ", what, " got ", counts.size(),
+                       " counts for a group of ", g.size()});
 }
 
 // Times one device's part in a collective and reports it to the installed observer, if
@@ -198,9 +209,9 @@ TYPESHARD_RUNTIME_DEF void backend::all_to_all(const collective_group& g, elemen
   const detail::call_site_scope site(loc);
   check_group(g);
   if (send_pieces.elements() != recv_pieces.elements())
-    throw usage_error(detail::message({"typeshard: internal: all_to_all pieces of ",
-                                       send_pieces.elements(), " and ",
-                                       recv_pieces.elements(), " elements"}));
+    detail::throw_usage_error({"typeshard: internal: all_to_all pieces of ",
+                               send_pieces.elements(), " and ", recv_pieces.elements(),
+                               " elements"});
   const std::size_t block = send_pieces.elements() * g.size() * t.size;
   const detail::collective_watch watch(collective_kind::all_to_all, reduce_op::sum, g, block,
                                        detail::ring_share(block, g.size()));
@@ -219,8 +230,8 @@ TYPESHARD_RUNTIME_DEF void backend::permute(const collective_group& g, element_t
   check_group(g);
   if ((send_to != no_peer && send_to >= g.size()) ||
       (recv_from != no_peer && recv_from >= g.size()))
-    throw usage_error(detail::message(
-        {"typeshard: permute: a peer rank is outside the group of ", g.size(), " members"}));
+    detail::throw_usage_error(
+        {"typeshard: permute: a peer rank is outside the group of ", g.size(), " members"});
   const detail::collective_watch watch(collective_kind::permute, reduce_op::sum, g,
                                        send_count * t.size,
                                        recv_from == no_peer ? 0 : recv_count * t.size);
@@ -242,11 +253,11 @@ TYPESHARD_RUNTIME_DEF void backend::throw_not_a_permutation(std::size_t sender,
                                                             std::size_t receiver,
                                                             std::size_t receiver_source) {
   const bool nobody = receiver_source == no_peer;
-  throw usage_error(detail::message(
+  detail::throw_usage_error(
       {"typeshard: ppermute: member ", sender, " sends to member ", receiver,
        ", which receives from ", nobody ? "nobody" : "member ",
        nobody ? detail::message_piece("") : detail::message_piece(receiver_source),
-       "; give a permutation (each member sends to one and receives from one)"}));
+       "; give a permutation (each member sends to one and receives from one)"});
 }
 
 TYPESHARD_COLD
@@ -256,11 +267,11 @@ TYPESHARD_RUNTIME_DEF void backend::throw_permute_count_mismatch(std::size_t rec
                                                                  std::size_t sent,
                                                                  std::size_t sent_to) {
   const bool known = sent_to != no_peer;
-  throw usage_error(detail::message(
+  detail::throw_usage_error(
       {"typeshard: ppermute: member ", receiver, " expects ", expected, " elements from member ",
        sender, ", which sends ", sent, known ? " to member " : "",
        known ? detail::message_piece(sent_to) : detail::message_piece(""),
-       "; senders and receivers must agree"}));
+       "; senders and receivers must agree"});
 }
 
 TYPESHARD_RUNTIME_DEF void backend::check_devices(std::span<const device_id> devices) const {
@@ -268,11 +279,11 @@ TYPESHARD_RUNTIME_DEF void backend::check_devices(std::span<const device_id> dev
   std::vector<unsigned char> seen(n, 0);  // not vector<bool>: its fill costs more to compile
   for (device_id d : devices) {
     if (d >= n)
-      throw device_mesh_error(
-          detail::message({"typeshard: device ", d, " does not exist: ", devices_summary()}));
+      detail::throw_device_mesh_error(
+          {"typeshard: device ", d, " does not exist: ", devices_summary()});
     if (seen[d])
-      throw device_mesh_error(detail::message(
-          {"typeshard: device ", d, " appears twice in one operation; list each device once"}));
+      detail::throw_device_mesh_error(
+          {"typeshard: device ", d, " appears twice in one operation; list each device once"});
     seen[d] = 1;
   }
 }
@@ -284,16 +295,16 @@ TYPESHARD_RUNTIME_DEF void backend::check_group(const collective_group& g) const
         "typeshard: a collective was called outside a per-device function; call it on "
         "local blocks inside ts::shard_map (or a backend run() body)");
   if (g.rank >= g.size() || g.members[g.rank] != here.index)
-    throw usage_error(detail::message({"typeshard: internal: collective group rank ", g.rank,
-                                       " does not name the calling device"}));
+    detail::throw_usage_error({"typeshard: internal: collective group rank ", g.rank,
+                               " does not name the calling device"});
   for (std::size_t a = 0; a < g.size(); ++a) {
     if (g.members[a] >= here.run_size)
-      throw usage_error(detail::message({"typeshard: internal: collective group member ",
-                                         g.members[a], " is not part of the run"}));
+      detail::throw_usage_error({"typeshard: internal: collective group member ",
+                                 g.members[a], " is not part of the run"});
     for (std::size_t b = 0; b < a; ++b)  // a repeated member would wait for itself
       if (g.members[a] == g.members[b])
-        throw usage_error(detail::message({"typeshard: internal: collective group member ",
-                                           g.members[a], " appears twice"}));
+        detail::throw_usage_error({"typeshard: internal: collective group member ",
+                                   g.members[a], " appears twice"});
   }
 }
 

@@ -66,9 +66,13 @@ struct step_payloads {
 enum kernel_families : unsigned {
   no_kernels = 0,
   contraction_kernels = 1,  // local_gemm (einsum, matmul)
-  reduction_kernels = 2,    // local_reduce with local_op::reduce (sum, mean, max, min)
-  row_op_kernels = 4,       // the row kernels (softmax, log_softmax, layer_norm)
-  window_kernels = 8        // the window copy (slice, split, concat, pad)
+  sum_kernels = 2,          // local_reduce with local_op::reduce of sum and mean
+  softmax_kernels = 4,      // softmax's row kernels (softmax, log_softmax)
+  window_kernels = 8,       // the window copy (slice, split, concat, pad)
+  layer_norm_kernels = 16,  // layer_norm's row kernels (forward and backward)
+  extremum_kernels = 32,    // local_reduce with local_op::reduce of max and min
+  row_op_kernels = softmax_kernels | layer_norm_kernels,  // every row kernel
+  reduction_kernels = sum_kernels | extremum_kernels     // every reduction
 };
 
 // One device's blocks while a plan runs: the operands (by step_operand: array, lhs, rhs) in T,
@@ -99,11 +103,11 @@ void run_contraction(backend& bk, const mesh_value& mv, std::size_t p, const ste
                      device_state<T, R, C>& st, const step_payloads& pl) {
   if constexpr (!contractible_v<T, C>) {
     (void)bk, (void)mv, (void)p, (void)s, (void)st, (void)pl;
-    throw usage_error("typeshard: internal: a contraction of element types it has no kernel for");
+    throw_internal("typeshard: internal: a contraction of element types it has no kernel for");
   } else {
     using block = operand_block<T, R>;
     if (s.payload >= pl.contractions.size())
-      throw usage_error("typeshard: internal: a local_gemm step names no contraction of the run");
+      throw_internal("typeshard: internal: a local_gemm step names no contraction of the run");
     const einsum_equation& eq = pl.contractions[s.payload];
     block& a = st.in[static_cast<std::size_t>(step_operand::lhs)];
     block& b = st.in[static_cast<std::size_t>(step_operand::rhs)];
@@ -140,13 +144,14 @@ void run_contraction(backend& bk, const mesh_value& mv, std::size_t p, const ste
 
 // A `local_reduce` step with local_op::reduce on the array's block: the reduction the step
 // names over its dimensions `over` (mean by the global count of reduced elements); the block
-// is then one of the array with those dimensions at extent 1.
-template <class T, std::size_t R>
+// is then one of the array with those dimensions at extent 1. Kernels: the reductions built
+// (sum_kernels, extremum_kernels).
+template <class T, std::size_t R, unsigned Kernels = reduction_kernels>
 void run_reduction(const mesh_value& mv, std::size_t p, const step<R>& s,
                    operand_block<T, R>& x) {
   if constexpr (!reducible_element_v<T>) {
     (void)mv, (void)p, (void)s, (void)x;
-    throw usage_error("typeshard: internal: a reduction of an element type it has no kernel for");
+    throw_internal("typeshard: internal: a reduction of an element type it has no kernel for");
   } else {
     take_slices<T, R>(mv, p, x);
     const shape<R> have = local_shape_of(mv, x.held, x.global, p);
@@ -157,7 +162,9 @@ void run_reduction(const mesh_value& mv, std::size_t p, const step<R>& s,
         kept[d] = 1;
         count *= static_cast<double>(x.global[d]);
       }
-    buffer<T> r = local_reduce<T, R>(
+    constexpr bool sums = (Kernels & sum_kernels) != 0;
+    constexpr bool extrema = (Kernels & extremum_kernels) != 0;
+    buffer<T> r = local_reduce<T, R, sums, extrema>(
         s.reduce, std::span<const T>(x.data, host_tensor<T, R>::element_count(have)), have,
         s.over, count);
     x.global = kept;
@@ -185,8 +192,9 @@ void run_stats_collective(backend& b, const mesh_value& mv, std::size_t p, const
 
 // A row kernel step (steps[i]) on the array's block x: with the steps of the same row
 // operation that follow it with no collective between (layer_norm's), fused, each row whole
-// at once. Returns the index of the last step it ran.
-template <class T, std::size_t Rank>
+// at once. Returns the index of the last step it ran. Kernels: the row kernel families built
+// (softmax_kernels, layer_norm_kernels; a softmax compiles no layer_norm kernel).
+template <class T, std::size_t Rank, unsigned Kernels = row_op_kernels>
 std::size_t run_row_step(const mesh_value& m, std::size_t p, std::span<const step<Rank>> steps,
                          std::size_t i, operand_block<T, Rank>& x, row_state<T>& rows,
                          const step_payloads& pl) {
@@ -206,13 +214,16 @@ std::size_t run_row_step(const mesh_value& m, std::size_t p, std::span<const ste
   const double eps = last.op == local_op::layer_norm_normalize && last.payload < pl.scalars.size()
                          ? pl.scalars[last.payload]
                          : 0.0;
-  run_row_kernel<T, Rank>(s.op, fused != 0, x.data, local_shape_of(m, x.held, x.global, p),
-                          s.dim, x.global[s.dim], eps, rows);
+  constexpr bool softmax = (Kernels & softmax_kernels) != 0;
+  constexpr bool layer_norm = (Kernels & layer_norm_kernels) != 0;
+  run_row_kernel<T, Rank, softmax, layer_norm>(s.op, fused != 0, x.data,
+                                               local_shape_of(m, x.held, x.global, p), s.dim,
+                                               x.global[s.dim], eps, rows);
   if (last.kind == step_kind::local_elementwise) x.adopt(std::move(rows.out), last.spec_after);
   return i + fused;
 }
 
-[[noreturn]] inline void throw_kernel_not_built(local_op op) {
+[[noreturn]] TYPESHARD_COLD TYPESHARD_NOINLINE inline void throw_kernel_not_built(local_op op) {
   throw usage_error(message({"typeshard: internal: a run met a local step (op ",
                              static_cast<unsigned>(op), ") of a kernel family it was not built "
                              "for (kernel_families)"}));
@@ -230,7 +241,7 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
     switch (s.op) {
       case local_op::none:
         if (!s.communicates() && s.kind != step_kind::slice)
-          throw usage_error("typeshard: internal: a local step names no kernel (its `op`)");
+          throw_internal("typeshard: internal: a local step names no kernel (its `op`)");
         if (s.operand == step_operand::stats)
           run_stats_collective<T>(b, m, p, s.axes, s.kind, s.payload, st.rows);
         else if (s.operand == step_operand::out)
@@ -246,14 +257,15 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
         break;
       case local_op::reduce:
         if constexpr ((Kernels & reduction_kernels) != 0)
-          run_reduction<T, Rank>(m, p, s, st.in[static_cast<std::size_t>(step_operand::array)]);
+          run_reduction<T, Rank, Kernels>(m, p, s,
+                                          st.in[static_cast<std::size_t>(step_operand::array)]);
         else
           throw_kernel_not_built(s.op);
         break;
       case local_op::window:
         if constexpr ((Kernels & window_kernels) != 0 && std::is_same_v<T, C>) {
           if (s.payload >= pl.windows.size())
-            throw usage_error("typeshard: internal: a window step names no window of the run");
+            throw_internal("typeshard: internal: a window step names no window of the run");
           run_window<T, Rank>(m, p, s, st.in[array_operand], st.out, pl.windows[s.payload]);
         } else {
           throw_kernel_not_built(s.op);
@@ -261,7 +273,7 @@ void run_steps(backend& b, const mesh_value& m, std::size_t p, std::span<const s
         break;
       default:  // a row kernel on the array's block
         if constexpr ((Kernels & row_op_kernels) != 0)
-          i = run_row_step<T, Rank>(m, p, steps, i, st.in[array_operand], st.rows, pl);
+          i = run_row_step<T, Rank, Kernels>(m, p, steps, i, st.in[array_operand], st.rows, pl);
         else
           throw_kernel_not_built(s.op);
         break;

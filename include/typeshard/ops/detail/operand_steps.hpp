@@ -18,6 +18,7 @@
 #include "../../backend/backend.hpp"
 #include "../../core/detail/mesh_group.hpp"
 #include "../../core/detail/mesh_value.hpp"
+#include "../../core/errors.hpp"
 #include "../../core/layout.hpp"
 #include "../../array/detail/buffer.hpp"
 #include "../../plan/step.hpp"
@@ -119,22 +120,27 @@ void run_step(backend& b, const mesh_value& m, std::size_t p, const step<Rank>& 
                    s.kind == step_kind::pmax ? reduce_op::max : reduce_op::min, x.data,
                    next.data(), next.size());
       break;
-    case step_kind::psum_scatter: {
-      const auto extents = member_extents(m, g, s.spec_after, x.global, s.dim);
-      scatter_along(b, backend_group(g), reduce_op::sum, x.data, cur_shape, s.dim,
-                    std::span<const std::size_t>(extents), next.data());
-      break;
-    }
-    case step_kind::all_gather: {
-      const auto extents = member_extents(m, g, x.held, x.global, s.dim);
-      gather_along(b, backend_group(g), x.data, cur_shape, s.dim,
-                   std::span<const std::size_t>(extents), next.data());
-      break;
-    }
+    case step_kind::psum_scatter:
+    case step_kind::all_gather:
     case step_kind::all_to_all:
-      // Even shards only (plans use all_to_all only then): split along the dimension the
-      // axis joins, concatenate along the one it leaves.
-      all_to_all_along(b, backend_group(g), x.data, cur_shape, s.to_dim, s.dim, next.data());
+      // Collectives along a dimension: none in a rank-0 plan (a rank-0 array has no dimension
+      // to shard), so a rank-0 run compiles none of them.
+      if constexpr (Rank == 0)
+        throw_internal("typeshard: internal: a collective along a dimension of a rank-0 "
+                          "block");
+      else if (s.kind == step_kind::psum_scatter) {
+        const auto extents = member_extents(m, g, s.spec_after, x.global, s.dim);
+        scatter_along(b, backend_group(g), reduce_op::sum, x.data, cur_shape, s.dim,
+                      std::span<const std::size_t>(extents), next.data());
+      } else if (s.kind == step_kind::all_gather) {
+        const auto extents = member_extents(m, g, x.held, x.global, s.dim);
+        gather_along(b, backend_group(g), x.data, cur_shape, s.dim,
+                     std::span<const std::size_t>(extents), next.data());
+      } else {
+        // Even shards only (plans use all_to_all only then): split along the dimension the
+        // axis joins, concatenate along the one it leaves.
+        all_to_all_along(b, backend_group(g), x.data, cur_shape, s.to_dim, s.dim, next.data());
+      }
       break;
     case step_kind::slice:
     case step_kind::local_gemm:

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../../core/bfloat16.hpp"
+#include "../../core/errors.hpp"
 #include "../../core/layout.hpp"
 #include "../../array/detail/buffer.hpp"
 #include "../../kernels/functors.hpp"
@@ -86,12 +87,12 @@ void reduce_block(const T* in, const shape<Rank>& s, const std::array<bool, Rank
 
 // The local_reduce step on one device's block: the block of the result (reduced dimensions
 // extent 1) as a new buffer; mean's partial sums scaled by 1 / count.
-template <class T, std::size_t Rank>
+template <class T, std::size_t Rank, bool Sums = true, bool Extrema = true>
 buffer<T> local_reduce(reduction op, std::span<const T> in, const shape<Rank>& s,
                        const std::array<bool, Rank>& mask, double count) {
   if constexpr (std::is_same_v<T, bfloat16>) {  // accumulated in float, rounded once
     const std::vector<float> wide(in.begin(), in.end());
-    const buffer<float> r = local_reduce<float, Rank>(op, wide, s, mask, count);
+    const buffer<float> r = local_reduce<float, Rank, Sums, Extrema>(op, wide, s, mask, count);
     buffer<T> out(r.size());
     for (std::size_t i = 0; i < r.size(); ++i) out.data()[i] = bfloat16(r.data()[i]);
     return out;
@@ -104,13 +105,16 @@ buffer<T> local_reduce(reduction op, std::span<const T> in, const shape<Rank>& s
   switch (op) {
     case reduction::sum:
     case reduction::mean:
-      reduce_block(in.data(), s, mask, o, fn::plus);
+      if constexpr (!Sums) throw_internal("typeshard: internal: a sum kernel not built");
+      else reduce_block(in.data(), s, mask, o, fn::plus);
       break;
     case reduction::max:
-      reduce_block(in.data(), s, mask, o, fn::maximum);
+      if constexpr (!Extrema) throw_internal("typeshard: internal: a max kernel not built");
+      else reduce_block(in.data(), s, mask, o, fn::maximum);
       break;
     case reduction::min:
-      reduce_block(in.data(), s, mask, o, fn::minimum);
+      if constexpr (!Extrema) throw_internal("typeshard: internal: a min kernel not built");
+      else reduce_block(in.data(), s, mask, o, fn::minimum);
       break;
   }
   if constexpr (std::is_floating_point_v<T>)

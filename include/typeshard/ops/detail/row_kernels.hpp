@@ -261,13 +261,15 @@ void layer_norm_grad_rows(local_op op, bool fused, const T* gr, const row_geomet
 // Runs row kernel `op` along dimension `dim` on block x (shape s); `fused`: the kernel and the
 // ones of the same row operation that follow it with no collective between (layer_norm's).
 // count: the global extent along dim; eps: layer_norm's. Allocates the statistics at a row
-// operation's first step and the result block at the step that writes it.
-template <class T, std::size_t Rank>
+// operation's first step and the result block at the step that writes it. Softmax,
+// LayerNorm: whether softmax's and layer_norm's kernels are built (a program that only takes
+// softmaxes compiles no layer_norm kernel); a kernel not built is an internal error.
+template <class T, std::size_t Rank, bool Softmax = true, bool LayerNorm = true>
 void run_row_kernel(local_op op, bool fused, const T* x, const shape<Rank>& s, std::size_t dim,
                     std::size_t count, double eps, row_state<T>& st) {
   if constexpr (!is_floating_element_v<T>) {
     (void)op, (void)fused, (void)x, (void)s, (void)dim, (void)count, (void)eps, (void)st;
-    throw usage_error("typeshard: internal: a row kernel on a non floating-point block");
+    throw_internal("typeshard: internal: a row kernel on a non floating-point block");
   } else {
     const row_geometry g = rows_of(s, dim);
     if (op == local_op::row_max || op == local_op::row_sum ||
@@ -284,20 +286,21 @@ void run_row_kernel(local_op op, bool fused, const T* x, const shape<Rank>& s, s
       case local_op::row_exp_sum:
       case local_op::softmax_normalize:
       case local_op::log_softmax_normalize:
-        softmax_rows(op, x, g, st);
+        if constexpr (Softmax) return softmax_rows(op, x, g, st);
         break;
       case local_op::row_sum:
       case local_op::row_sq_dev_sum:
       case local_op::layer_norm_normalize:
-        layer_norm_rows(op, fused, x, g, count, eps, st);
+        if constexpr (LayerNorm) return layer_norm_rows(op, fused, x, g, count, eps, st);
         break;
       case local_op::layer_norm_grad_sums:
       case local_op::layer_norm_grad:
-        layer_norm_grad_rows(op, fused, x, g, count, st);
+        if constexpr (LayerNorm) return layer_norm_grad_rows(op, fused, x, g, count, st);
         break;
       default:
-        throw usage_error("typeshard: internal: not a row kernel");
+        throw_internal("typeshard: internal: not a row kernel");
     }
+    throw_internal("typeshard: internal: a row kernel of a family the run was not built for");
   }
 }
 

@@ -26,8 +26,10 @@ struct no_row_hook {
 // returns each device's result block. before(p, st) sets device p's further inputs (the
 // backward's y and rstd rows), after(p, st) reads what the run leaves in st (layer_norm's
 // rstd rows). An empty array runs nothing: every block is empty (some global extent is 0, so
-// every block's is), so there is nothing to compute and no statistic to exchange.
-template <class Spec, class A, class Before = no_row_hook, class After = no_row_hook>
+// every block's is), so there is nothing to compute and no statistic to exchange. Kernels:
+// the row kernel families the steps name (executor.hpp's kernel_families).
+template <class Spec, unsigned Kernels = row_op_kernels, class A, class Before = no_row_hook,
+          class After = no_row_hook>
 std::vector<buffer<typename A::value_type>> run_row_steps(
     const A& a, std::span<const step<A::rank>> steps, const step_payloads& payloads = {},
     Before before = {}, After after = {}) {
@@ -42,7 +44,7 @@ std::vector<buffer<typename A::value_type>> run_row_steps(
     operand_block<T, R>& x = st.in[array_operand];
     x = operand_block<T, R>(a.local_data(p).data(), spec_array_of<Spec, R>(), a.extents());
     before(p, st);
-    run_steps<T, R, T, row_op_kernels>(b, mesh_value_of<Mesh>(), p, steps, st, payloads);
+    run_steps<T, R, T, Kernels>(b, mesh_value_of<Mesh>(), p, steps, st, payloads);
     out[p] = std::move(x.owned);
     after(p, st);
   });
